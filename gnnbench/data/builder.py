@@ -1,0 +1,228 @@
+"""GraphStoreBuilder: what every importer writes through, so every store has one shape.
+
+Importers hand over edge chunks in any orientation, with duplicates and self-loops; the builder
+makes them undirected, deduplicated and loop-free, relabels ids to 0..N-1 when the source has no
+fixed node count, keeps the source's first-occurrence order as the stream order, adds a seeded
+70/15/15 split where the source has none, and renames the directory into place only when complete.
+
+Memory: deduplication sorts 64-bit keys in memory, ~24 bytes per raw edge. That is the one-time
+preparation cost; every later stage streams the result.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+
+from gnnbench.atomic import atomic_directory
+from gnnbench.data.graph_ops import streaming_degree
+from gnnbench.data.store import FORMAT_VERSION, GraphStore, NpyLayout
+from gnnbench.errors import DataError
+
+SPLIT_FRACTIONS = (0.70, 0.15, 0.15)
+
+
+class GraphStoreBuilder:
+    """Collects one dataset and writes it as a GraphStore at `dest` (atomically).
+
+    Use as a context manager; `finish()` returns the opened store. Leaving the block with an
+    exception removes everything written.
+    """
+
+    def __init__(self, dest: Path, name: str, source: str, seed: int = 0):
+        self.dest = Path(dest)
+        self.name = name
+        self.source = source
+        self.seed = seed
+        self.num_nodes: int | None = None
+        self._chunks = 0
+        self._labels: np.ndarray | None = None
+        self._split: dict[str, np.ndarray] | None = None
+        self._feature_dim = 0
+        self._extra_meta: dict = {}
+        self._atomic = atomic_directory(self.dest)
+        self._finished = False
+
+    def __enter__(self) -> GraphStoreBuilder:
+        self.tmp = self._atomic.__enter__()
+        self._raw = open(self.tmp / "raw_edges.bin", "wb")
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        if not self._raw.closed:
+            self._raw.close()
+        if exc_type is None and not self._finished:
+            incomplete = RuntimeError(f"{self.dest}: builder left without finish()")
+            self._atomic.__exit__(RuntimeError, incomplete, None)  # removes the temporary dir
+            raise incomplete
+        return bool(self._atomic.__exit__(exc_type, exc, tb))
+
+    # --- inputs ------------------------------------------------------------------------------
+    def set_num_nodes(self, num_nodes: int) -> None:
+        """Fix the node count: ids must then lie in [0, num_nodes) and are kept as they are."""
+        self.num_nodes = int(num_nodes)
+
+    def add_edges(self, edges: np.ndarray, origin: str) -> None:
+        """Append a chunk of (k, 2) integer ids; `origin` names the file for error messages."""
+        edges = np.asarray(edges)
+        if edges.ndim != 2 or edges.shape[1] != 2:
+            raise DataError(f"{origin}: expected pairs of node ids, got shape {edges.shape}")
+        if edges.size == 0:
+            return
+        if not np.issubdtype(edges.dtype, np.integer):
+            raise DataError(f"{origin}: node ids must be integers, found {edges.dtype}")
+        low, high = int(edges.min()), int(edges.max())
+        if low < 0:
+            raise DataError(f"{origin}: negative node id {low}")
+        if self.num_nodes is not None and high >= self.num_nodes:
+            raise DataError(
+                f"{origin}: node id {high} out of range (expected ids in [0, {self.num_nodes}))"
+            )
+        np.ascontiguousarray(edges, dtype="<i8").tofile(self._raw)
+        self._chunks += 1
+
+    def set_features(self, features: np.ndarray) -> None:
+        """Write the (N, F) feature matrix as float32."""
+        features = np.asarray(features)
+        if features.ndim != 2:
+            raise DataError(f"{self.source}: features must be 2-D, got shape {features.shape}")
+        np.save(self.tmp / "feat.npy", np.ascontiguousarray(features, dtype=np.float32))
+        self._feature_dim = int(features.shape[1])
+
+    def open_features(self, num_nodes: int, dim: int) -> np.ndarray:
+        """A writable (N, F) float32 memory map for generators that fill features in chunks."""
+        self._feature_dim = int(dim)
+        return np.lib.format.open_memmap(
+            self.tmp / "feat.npy", mode="w+", dtype=np.float32, shape=(num_nodes, dim)
+        )
+
+    def set_labels(self, labels: np.ndarray, multilabel: bool = False) -> None:
+        labels = np.asarray(labels)
+        self._labels = labels.astype(np.uint8 if multilabel else np.int64)
+        self._multilabel = multilabel
+
+    def set_split(self, train: np.ndarray, val: np.ndarray, test: np.ndarray) -> None:
+        self._split = {
+            "train": np.asarray(train, dtype=np.int64),
+            "val": np.asarray(val, dtype=np.int64),
+            "test": np.asarray(test, dtype=np.int64),
+        }
+
+    def add_meta(self, **fields) -> None:
+        self._extra_meta.update(fields)
+
+    # --- output ------------------------------------------------------------------------------
+    def finish(self) -> None:
+        """Write edges, degrees, split and meta; the directory is renamed into place on exit."""
+        self._raw.close()
+        edges, num_nodes = self._canonical_edges()
+        id_dtype = np.dtype("<i4") if num_nodes < 2**31 else np.dtype("<i8")
+        edges.astype(id_dtype).tofile(self.tmp / "edges.bin")
+        num_edges = len(edges)
+        del edges
+        os.remove(self.tmp / "raw_edges.bin")
+        self._check_node_arrays(num_nodes)
+        self._write_split(num_nodes)
+        meta = self._meta(num_nodes, num_edges, id_dtype)
+        (self.tmp / "meta.json").write_text(json.dumps(meta, indent=2))
+        store = GraphStore(self.tmp)
+        np.save(self.tmp / "degree.npy", streaming_degree(store.edge_stream(), num_nodes))
+        meta["fingerprint"] = fingerprint(self.tmp)
+        (self.tmp / "meta.json").write_text(json.dumps(meta, indent=2))
+        self._finished = True
+
+    def _canonical_edges(self) -> tuple[np.ndarray, int]:
+        raw = np.fromfile(self.tmp / "raw_edges.bin", dtype="<i8").reshape(-1, 2)
+        if self.num_nodes is None:
+            # No fixed node set: ids become 0..N-1 in sorted order of the original ids.
+            original_ids, raw = np.unique(raw, return_inverse=True)
+            raw = raw.reshape(-1, 2)
+            np.save(self.tmp / "original_ids.npy", original_ids)
+            num_nodes = len(original_ids)
+        else:
+            num_nodes = self.num_nodes
+        low = np.minimum(raw[:, 0], raw[:, 1])
+        high = np.maximum(raw[:, 0], raw[:, 1])
+        del raw
+        keep = low != high
+        keys = low[keep] * np.int64(num_nodes) + high[keep]
+        del low, high, keep
+        _, first = np.unique(keys, return_index=True)
+        keys = keys[np.sort(first)]  # first-occurrence order = the source's stream order
+        edges = np.empty((len(keys), 2), dtype=np.int64)
+        np.divmod(keys, num_nodes, out=(edges[:, 0], edges[:, 1]))
+        return edges, num_nodes
+
+    def _check_node_arrays(self, num_nodes: int) -> None:
+        if self._feature_dim:
+            rows = NpyLayout.read(self.tmp / "feat.npy").shape[0]
+            if rows != num_nodes:
+                raise DataError(f"{self.source}: {rows} feature rows for {num_nodes} nodes")
+        if self._labels is not None:
+            if len(self._labels) != num_nodes:
+                raise DataError(f"{self.source}: {len(self._labels)} labels for {num_nodes} nodes")
+            np.save(self.tmp / "label.npy", self._labels)
+
+    def _write_split(self, num_nodes: int) -> None:
+        split = self._split
+        if split is None:
+            split = seeded_split(num_nodes, self.seed)
+            self._extra_meta["split_rule"] = f"seeded 70/15/15 (seed {self.seed})"
+        for key, ids in split.items():
+            if len(ids) and (ids.min() < 0 or ids.max() >= num_nodes):
+                raise DataError(f"{self.source}: {key} split holds ids outside [0, {num_nodes})")
+        np.savez(self.tmp / "split.npz", **split)
+
+    def _meta(self, num_nodes: int, num_edges: int, id_dtype: np.dtype) -> dict:
+        labels = self._labels
+        multilabel = labels is not None and labels.ndim == 2
+        if labels is None:
+            num_classes = 0
+        elif multilabel:
+            num_classes = int(labels.shape[1])
+        else:
+            num_classes = int(labels.max()) + 1 if len(labels) else 0
+        return {
+            "name": self.name,
+            "num_nodes": num_nodes,
+            "num_edges": num_edges,
+            "id_dtype": id_dtype.name,
+            "feature_dim": self._feature_dim,
+            "num_classes": num_classes,
+            "multilabel": multilabel,
+            "source": self.source,
+            "stream_order": "source order (first occurrence)",
+            "fingerprint": "",
+            "format_version": FORMAT_VERSION,
+            **self._extra_meta,
+        }
+
+
+def seeded_split(num_nodes: int, seed: int) -> dict[str, np.ndarray]:
+    """CATGNN's rule for sources without a split: a seeded 70/15/15 split of all nodes."""
+    order = np.random.default_rng(seed).permutation(num_nodes)
+    n_train = int(round(SPLIT_FRACTIONS[0] * num_nodes))
+    n_val = int(round(SPLIT_FRACTIONS[1] * num_nodes))
+    return {
+        "train": np.sort(order[:n_train]),
+        "val": np.sort(order[n_train : n_train + n_val]),
+        "test": np.sort(order[n_train + n_val :]),
+    }
+
+
+def fingerprint(directory: Path) -> str:
+    """Hash of the content files, so caches keyed on it change whenever the data does."""
+    digest = hashlib.blake2b(digest_size=12)
+    for name in ("edges.bin", "feat.npy", "label.npy", "split.npz"):
+        path = Path(directory) / name
+        if not path.is_file():
+            continue
+        digest.update(name.encode())
+        with open(path, "rb") as handle:
+            while block := handle.read(16 << 20):
+                digest.update(block)
+    return digest.hexdigest()

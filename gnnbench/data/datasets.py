@@ -1,0 +1,60 @@
+"""Stage 1: turn a dataset config into a prepared GraphStore (cached, prepared once).
+
+A dataset source is one module in `gnnbench/data/sources/` registered under the name that
+`dataset.source` takes; its function fills a GraphStoreBuilder from raw files or a generator.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from gnnbench.data.builder import GraphStoreBuilder
+from gnnbench.data.store import GraphStore
+from gnnbench.errors import ConfigError, DataError
+from gnnbench.paths import gnnbench_home, raw_dir
+from gnnbench.registry import Registry
+
+SourceFn = Callable[[GraphStoreBuilder, Mapping[str, Any]], None]
+SOURCES: Registry[SourceFn] = Registry("dataset source", "gnnbench.data.sources", "dataset.source")
+
+
+def raw_path(dataset: Mapping[str, Any], key: str = "path") -> Path:
+    """A dataset file or folder: absolute, or relative to `GNNBENCH_RAW_DIR`; must exist."""
+    value = dataset.get(key)
+    if not value:
+        raise ConfigError(f"dataset.{key}: a path is required for source '{dataset.get('source')}'")
+    path = Path(str(value)).expanduser()
+    if not path.is_absolute():
+        path = raw_dir() / path
+    if not path.exists():
+        raise DataError(f"{path}: not found (dataset.{key}; raw files are read from GNNBENCH_RAW_DIR={raw_dir()})")
+    return path
+
+
+def dataset_key(dataset: Mapping[str, Any]) -> str:
+    """Stable hash of the dataset config: the prepared store is reused while it is unchanged."""
+    payload = json.dumps(dict(dataset), sort_keys=True, default=str).encode()
+    return hashlib.blake2b(payload, digest_size=6).hexdigest()
+
+
+def store_path(dataset: Mapping[str, Any]) -> Path:
+    return gnnbench_home() / "graphs" / f"{dataset['name']}-{dataset_key(dataset)}"
+
+
+def prepare_dataset(dataset: Mapping[str, Any]) -> GraphStore:
+    """Open the prepared store for this dataset config, importing it first if needed."""
+    if "name" not in dataset or "source" not in dataset:
+        raise ConfigError("dataset: expected keys 'name' and 'source'")
+    source = SOURCES.get(str(dataset["source"]))
+    dest = store_path(dataset)
+    if not (dest / "meta.json").is_file():
+        # The split of a source without one is part of the dataset, not of the run's seed.
+        split_seed = int(dataset.get("split_seed", 0))
+        with GraphStoreBuilder(dest, str(dataset["name"]), str(dataset["source"]), split_seed) as builder:
+            source(builder, dataset)
+            builder.finish()
+    return GraphStore(dest)

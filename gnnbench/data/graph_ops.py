@@ -1,0 +1,45 @@
+"""Compiled kernels over edge arrays shared by the data, partition and train stages."""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+
+@numba.njit(cache=True, nogil=True)
+def accumulate_degree(edges: np.ndarray, degree: np.ndarray) -> None:
+    """Add one chunk of undirected edges to a degree array (random access per endpoint)."""
+    for k in range(edges.shape[0]):
+        degree[edges[k, 0]] += 1
+        degree[edges[k, 1]] += 1
+
+
+def streaming_degree(stream, num_nodes: int) -> np.ndarray:
+    """Degrees from one pass over an EdgeStream, in O(|V|) memory."""
+    degree = np.zeros(num_nodes, dtype=np.int64)
+    for chunk in stream:
+        accumulate_degree(chunk, degree)
+    return degree
+
+
+@numba.njit(cache=True)
+def _fill_csr(edges: np.ndarray, indptr: np.ndarray, indices: np.ndarray) -> None:
+    cursor = indptr[:-1].copy()
+    for k in range(edges.shape[0]):
+        u = edges[k, 0]
+        v = edges[k, 1]
+        indices[cursor[u]] = v
+        cursor[u] += 1
+        indices[cursor[v]] = u
+        cursor[v] += 1
+
+
+def csr_from_edges(edges: np.ndarray, num_nodes: int) -> tuple[np.ndarray, np.ndarray]:
+    """Symmetric CSR of undirected edges given once each; neighbours kept in edge order."""
+    edges = np.ascontiguousarray(edges, dtype=np.int64)
+    degree = np.bincount(edges.ravel(), minlength=num_nodes).astype(np.int64)
+    indptr = np.zeros(num_nodes + 1, dtype=np.int64)
+    np.cumsum(degree, out=indptr[1:])
+    indices = np.empty(int(indptr[-1]), dtype=np.int64)
+    _fill_csr(edges, indptr, indices)
+    return indptr, indices

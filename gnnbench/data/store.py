@@ -1,0 +1,205 @@
+"""GraphStore: one prepared dataset on disk, read in bounded memory.
+
+Layout (DESIGN.md): meta.json, edges.bin (E, 2) little-endian ids, degree.npy, feat.npy (N, F)
+float32, label.npy, split.npz. Edges are read through `EdgeStream`, which maps one fixed-size window
+of the file per chunk: a memory profiler then sees only the chunk, not the whole file, which is what
+a streaming partitioner really holds.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from gnnbench.errors import DataError
+
+FORMAT_VERSION = 1
+DEFAULT_CHUNK_EDGES = 1 << 20
+_WINDOW_BYTES = 64 << 20
+
+
+def read_json(path: Path) -> dict:
+    """Read a JSON file, turning a missing or malformed file into one clear DataError."""
+    try:
+        return json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise DataError(f"{path}: file not found") from None
+    except json.JSONDecodeError as exc:
+        raise DataError(f"{path}: malformed JSON ({exc.msg} at line {exc.lineno})") from None
+
+
+@dataclass(frozen=True)
+class NpyLayout:
+    """Where the rows of a C-ordered .npy file start, so windows of it can be mapped."""
+
+    path: Path
+    offset: int
+    shape: tuple[int, ...]
+    dtype: np.dtype
+
+    @classmethod
+    def read(cls, path: Path) -> NpyLayout:
+        try:
+            with open(path, "rb") as handle:
+                version = np.lib.format.read_magic(handle)
+                shape, fortran, dtype = np.lib.format._read_array_header(handle, version)
+                offset = handle.tell()
+        except FileNotFoundError:
+            raise DataError(f"{path}: file not found") from None
+        except ValueError as exc:
+            raise DataError(f"{path}: not a valid .npy file ({exc})") from None
+        if fortran:
+            raise DataError(f"{path}: expected a C-ordered array")
+        expected = offset + int(np.prod(shape)) * dtype.itemsize
+        if path.stat().st_size < expected:
+            raise DataError(f"{path}: truncated (expected {expected} bytes, found {path.stat().st_size})")
+        return cls(Path(path), offset, tuple(shape), dtype)
+
+    @property
+    def row_bytes(self) -> int:
+        return int(np.prod(self.shape[1:], dtype=np.int64)) * self.dtype.itemsize
+
+    def window(self, start: int, stop: int) -> np.ndarray:
+        """Rows [start, stop) as a read-only memory map of just that range."""
+        return np.memmap(
+            self.path,
+            dtype=self.dtype,
+            mode="r",
+            offset=self.offset + start * self.row_bytes,
+            shape=(stop - start, *self.shape[1:]),
+        )
+
+    def iter_rows_of(self, rows: np.ndarray, max_bytes: int = _WINDOW_BYTES) -> Iterator[np.ndarray]:
+        """Yield the given sorted rows, in order, in blocks that each read one bounded window."""
+        window_rows = max(1, max_bytes // max(1, self.row_bytes))
+        position = 0
+        while position < len(rows):
+            start = int(rows[position])
+            stop = min(self.shape[0], start + window_rows)
+            end = position + int(np.searchsorted(rows[position:], stop))
+            window = self.window(start, stop)
+            yield np.asarray(window[rows[position:end] - start])
+            del window
+            position = end
+
+
+class EdgeStream:
+    """Fixed-size chunks of the edge file, one mapped window at a time; counts full passes."""
+
+    def __init__(self, path: Path, num_edges: int, id_dtype: np.dtype, chunk_edges: int):
+        self.path = path
+        self.num_edges = num_edges
+        self.id_dtype = np.dtype(id_dtype)
+        self.chunk_edges = max(1, int(chunk_edges))
+        self.passes = 0
+
+    def __iter__(self) -> Iterator[np.ndarray]:
+        self.passes += 1
+        for start in range(0, self.num_edges, self.chunk_edges):
+            stop = min(self.num_edges, start + self.chunk_edges)
+            window = np.memmap(
+                self.path,
+                dtype=self.id_dtype,
+                mode="r",
+                offset=start * 2 * self.id_dtype.itemsize,
+                shape=(stop - start, 2),
+            )
+            yield window
+            del window
+
+    def __len__(self) -> int:
+        return -(-self.num_edges // self.chunk_edges)
+
+
+class GraphStore:
+    """A prepared dataset directory; opening it validates every file's size against meta.json."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self.meta = read_json(self.path / "meta.json")
+        version = self.meta.get("format_version")
+        if version != FORMAT_VERSION:
+            raise DataError(
+                f"{self.path / 'meta.json'}: format_version {version!r}, expected {FORMAT_VERSION}"
+            )
+        self.num_nodes = int(self.meta["num_nodes"])
+        self.num_edges = int(self.meta["num_edges"])
+        self.id_dtype = np.dtype(self.meta["id_dtype"]).newbyteorder("<")
+        self._check_edges_file()
+
+    def _check_edges_file(self) -> None:
+        edges = self.path / "edges.bin"
+        if not edges.is_file():
+            raise DataError(f"{edges}: file not found")
+        expected = self.num_edges * 2 * self.id_dtype.itemsize
+        found = edges.stat().st_size
+        if found != expected:
+            raise DataError(
+                f"{edges}: expected {expected} bytes for {self.num_edges} edges of "
+                f"{self.id_dtype.name}, found {found} (truncated or wrong meta.json)"
+            )
+
+    # --- descriptive properties -------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return self.meta["name"]
+
+    @property
+    def fingerprint(self) -> str:
+        return self.meta["fingerprint"]
+
+    @property
+    def feature_dim(self) -> int:
+        return int(self.meta["feature_dim"])
+
+    @property
+    def num_classes(self) -> int:
+        return int(self.meta["num_classes"])
+
+    @property
+    def multilabel(self) -> bool:
+        return bool(self.meta["multilabel"])
+
+    @property
+    def has_features(self) -> bool:
+        return self.feature_dim > 0
+
+    # --- data access ---------------------------------------------------------------------------
+    def edge_stream(self, chunk_edges: int = DEFAULT_CHUNK_EDGES) -> EdgeStream:
+        return EdgeStream(self.path / "edges.bin", self.num_edges, self.id_dtype, chunk_edges)
+
+    def degree(self) -> np.ndarray:
+        return np.load(self.path / "degree.npy")
+
+    def feature_layout(self) -> NpyLayout | None:
+        return NpyLayout.read(self.path / "feat.npy") if self.has_features else None
+
+    def features(self) -> np.ndarray:
+        """All features as a read-only memory map (for in-memory consumers: training, baselines)."""
+        return np.load(self.path / "feat.npy", mmap_mode="r")
+
+    def labels(self) -> np.ndarray | None:
+        path = self.path / "label.npy"
+        return np.load(path) if path.is_file() else None
+
+    def split(self) -> dict[str, np.ndarray]:
+        with np.load(self.path / "split.npz") as split:
+            return {key: split[key] for key in ("train", "val", "test")}
+
+    def edges(self) -> np.ndarray:
+        """The whole (E, 2) edge array in memory: only for in-memory baselines and small graphs."""
+        return np.fromfile(self.path / "edges.bin", dtype=self.id_dtype).reshape(-1, 2)
+
+    def csr(self) -> tuple[np.ndarray, np.ndarray]:
+        """Symmetric CSR (indptr, indices) of the whole graph, in memory (O(E))."""
+        from gnnbench.data.graph_ops import csr_from_edges
+
+        return csr_from_edges(self.edges(), self.num_nodes)
+
+
+def open_store(path: Path) -> GraphStore:
+    return GraphStore(path)

@@ -1,0 +1,57 @@
+"""Name -> implementation registries filled by decorators, GraphGym style.
+
+A registry discovers its implementations by importing every module of one package, so adding a
+dataset source, partitioner or model is one new module (plus its config file): no central list.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Callable
+from typing import Generic, TypeVar
+
+from gnnbench.errors import ConfigError
+
+T = TypeVar("T")
+
+
+class Registry(Generic[T]):
+    """Maps config names to implementations registered in the modules of `package`."""
+
+    def __init__(self, kind: str, package: str, config_key: str):
+        self.kind = kind
+        self.package = package
+        self.config_key = config_key
+        self._items: dict[str, T] = {}
+        self._discovered = False
+
+    def register(self, name: str) -> Callable[[T], T]:
+        def decorate(obj: T) -> T:
+            if name in self._items and self._items[name] is not obj:
+                raise ValueError(f"{self.kind} '{name}' registered twice")
+            self._items[name] = obj
+            return obj
+
+        return decorate
+
+    def _discover(self) -> None:
+        if self._discovered:
+            return
+        package = importlib.import_module(self.package)
+        for module in pkgutil.iter_modules(package.__path__):
+            importlib.import_module(f"{self.package}.{module.name}")
+        self._discovered = True
+
+    def names(self) -> list[str]:
+        self._discover()
+        return sorted(self._items)
+
+    def get(self, name: str) -> T:
+        self._discover()
+        if name not in self._items:
+            raise ConfigError(
+                f"{self.config_key}: unknown {self.kind} '{name}' "
+                f"(expected one of: {', '.join(self.names())})"
+            )
+        return self._items[name]
