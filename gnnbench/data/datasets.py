@@ -31,7 +31,9 @@ def raw_path(dataset: Mapping[str, Any], key: str = "path") -> Path:
     if not path.is_absolute():
         path = raw_dir() / path
     if not path.exists():
-        raise DataError(f"{path}: not found (dataset.{key}; raw files are read from GNNBENCH_RAW_DIR={raw_dir()})")
+        raise DataError(
+            f"{path}: not found (dataset.{key}; raw files are read from GNNBENCH_RAW_DIR={raw_dir()})"
+        )
     return path
 
 
@@ -54,7 +56,9 @@ def prepare_dataset(dataset: Mapping[str, Any]) -> GraphStore:
     if not (dest / "meta.json").is_file():
         # The split of a source without one is part of the dataset, not of the run's seed.
         split_seed = int(dataset.get("split_seed", 0))
-        with GraphStoreBuilder(dest, str(dataset["name"]), str(dataset["source"]), split_seed) as builder:
+        with GraphStoreBuilder(
+            dest, str(dataset["name"]), str(dataset["source"]), split_seed
+        ) as builder:
             source(builder, dataset)
             builder.finish()
     return GraphStore(dest)

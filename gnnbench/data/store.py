@@ -46,7 +46,12 @@ class NpyLayout:
         try:
             with open(path, "rb") as handle:
                 version = np.lib.format.read_magic(handle)
-                shape, fortran, dtype = np.lib.format._read_array_header(handle, version)
+                read_header = (
+                    np.lib.format.read_array_header_1_0
+                    if version == (1, 0)
+                    else np.lib.format.read_array_header_2_0
+                )
+                shape, fortran, dtype = read_header(handle)
                 offset = handle.tell()
         except FileNotFoundError:
             raise DataError(f"{path}: file not found") from None
@@ -56,7 +61,9 @@ class NpyLayout:
             raise DataError(f"{path}: expected a C-ordered array")
         expected = offset + int(np.prod(shape)) * dtype.itemsize
         if path.stat().st_size < expected:
-            raise DataError(f"{path}: truncated (expected {expected} bytes, found {path.stat().st_size})")
+            raise DataError(
+                f"{path}: truncated (expected {expected} bytes, found {path.stat().st_size})"
+            )
         return cls(Path(path), offset, tuple(shape), dtype)
 
     @property
@@ -73,7 +80,9 @@ class NpyLayout:
             shape=(stop - start, *self.shape[1:]),
         )
 
-    def iter_rows_of(self, rows: np.ndarray, max_bytes: int = _WINDOW_BYTES) -> Iterator[np.ndarray]:
+    def iter_rows_of(
+        self, rows: np.ndarray, max_bytes: int = _WINDOW_BYTES
+    ) -> Iterator[np.ndarray]:
         """Yield the given sorted rows, in order, in blocks that each read one bounded window."""
         window_rows = max(1, max_bytes // max(1, self.row_bytes))
         position = 0

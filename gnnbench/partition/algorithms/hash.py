@@ -1,0 +1,26 @@
+"""Hash partitioning: owner = hash(v) mod p, the trivial baseline (no edge pass at all)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from gnnbench.data.store import GraphStore
+from gnnbench.partition.base import PARTITIONERS, PartitionResult
+from gnnbench.partition.hashing import hash_ids
+
+_BLOCK = 1 << 22
+
+
+@PARTITIONERS.register("hash")
+def hash_partition(
+    store: GraphStore, p: int, seed: int, params: Mapping[str, Any]
+) -> PartitionResult:
+    """Owner of each node from a seeded hash of its id, in blocks of ids (O(|V|) output only)."""
+    owner = np.empty(store.num_nodes, dtype=np.int32)
+    for start in range(0, store.num_nodes, _BLOCK):
+        ids = np.arange(start, min(store.num_nodes, start + _BLOCK), dtype=np.uint64)
+        owner[start : start + len(ids)] = hash_ids(ids, seed) % np.uint64(p)
+    return PartitionResult(owner, {"passes": 0})

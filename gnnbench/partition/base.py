@@ -1,0 +1,50 @@
+"""The partitioner protocol and registry.
+
+A vertex partitioner returns an owner partition per node. Edge partitioners (a part per edge)
+reduce to the same shape before the shared GNN-ready step, so every metric is computed one way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from gnnbench.data.store import GraphStore
+from gnnbench.errors import ConfigError
+from gnnbench.registry import Registry
+
+
+@dataclass
+class PartitionResult:
+    """An owner partition for every node, plus algorithm-specific figures to log."""
+
+    owner: np.ndarray
+    stats: dict[str, Any] = field(default_factory=dict)
+
+
+PartitionFn = Callable[[GraphStore, int, int, Mapping[str, Any]], PartitionResult]
+PARTITIONERS: Registry[PartitionFn] = Registry(
+    "partitioner", "gnnbench.partition.algorithms", "partitioner.name"
+)
+
+# Config keys of the partitioner group that drive the shared machinery, not the algorithm.
+SHARED_KEYS = ("name", "hops", "chunk_edges", "memory_limit_gb")
+
+
+def check_num_parts(p: Any, num_nodes: int, dataset: str) -> int:
+    """p must be a whole number in [1, num_nodes]."""
+    if isinstance(p, bool) or not isinstance(p, int | np.integer):
+        raise ConfigError(f"p: expected a whole number of partitions, got {p!r}")
+    if p < 1:
+        raise ConfigError(f"p: expected at least 1 partition, got {p}")
+    if p > num_nodes:
+        raise ConfigError(f"p={p} is larger than the number of nodes of {dataset} ({num_nodes})")
+    return int(p)
+
+
+def algorithm_params(partitioner: Mapping[str, Any]) -> dict[str, Any]:
+    """The algorithm's own parameters: the partitioner config without the shared keys."""
+    return {key: value for key, value in partitioner.items() if key not in SHARED_KEYS}

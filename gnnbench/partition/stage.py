@@ -1,0 +1,176 @@
+"""Stage 2: run a partitioner in a fresh process under memray and write its PartitionBook.
+
+The parent (`run_partition_stage`) reuses a complete book when one exists for the same dataset
+content, algorithm, parameters, p and seed; otherwise it starts `python -m gnnbench.partition.stage`,
+which warms the JIT cache on a tiny graph (so compilation stays out of the measurement), then tracks
+the algorithm and the GNN-ready step with two memray trackers, and renames the book into place.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gnnbench.atomic import atomic_directory
+from gnnbench.data.store import GraphStore
+from gnnbench.errors import DataError, GnnbenchError
+from gnnbench.partition.base import PARTITIONERS, algorithm_params, check_num_parts
+from gnnbench.partition.book import PartitionBook, book_path, is_complete
+from gnnbench.partition.gnn_ready import build_partitions
+
+
+def run_partition_stage(
+    store: GraphStore, partitioner: Mapping[str, Any], p: int, seed: int
+) -> tuple[PartitionBook, bool]:
+    """Return the book for this configuration and whether it came from the cache."""
+    check_num_parts(p, store.num_nodes, store.name)
+    PARTITIONERS.get(str(partitioner["name"]))  # an unknown name fails here, in one line
+    dest = book_path(store.name, store.fingerprint, partitioner, p, seed)
+    if is_complete(dest):
+        return PartitionBook(dest), True
+    with tempfile.TemporaryDirectory() as scratch:
+        error_file = Path(scratch) / "error.txt"
+        command = [
+            sys.executable, "-m", "gnnbench.partition.stage",
+            "--store", str(store.path), "--partitioner", json.dumps(dict(partitioner)),
+            "--p", str(p), "--seed", str(seed), "--dest", str(dest), "--error-file", str(error_file),
+        ]  # fmt: skip
+        completed = subprocess.run(command, capture_output=True, text=True)
+        if completed.returncode != 0:
+            if error_file.is_file():
+                raise GnnbenchError(error_file.read_text().strip())
+            tail = "\n".join(completed.stderr.strip().splitlines()[-15:])
+            raise RuntimeError(f"partition process exited with {completed.returncode}:\n{tail}")
+    return PartitionBook(dest), False
+
+
+def _tiny_store(directory: Path) -> GraphStore:
+    """A 256-node random graph with features and labels, for compiling every kernel once."""
+    from gnnbench.data.builder import GraphStoreBuilder
+
+    rng = np.random.default_rng(0)
+    with GraphStoreBuilder(directory / "tiny", "warmup", "warmup") as builder:
+        builder.set_num_nodes(256)
+        builder.add_edges(rng.integers(0, 256, size=(2048, 2)), origin="warmup")
+        builder.set_features(rng.random((256, 4), dtype=np.float32))
+        builder.set_labels(rng.integers(0, 3, size=256))
+        builder.finish()
+    return GraphStore(directory / "tiny")
+
+
+def _warm_up(partition_fn, params: dict, p: int, seed: int, hops: int) -> None:
+    with tempfile.TemporaryDirectory() as scratch:
+        store = _tiny_store(Path(scratch))
+        tiny_p = min(p, 8)
+        result = partition_fn(store, tiny_p, seed, params)
+        out = Path(scratch) / "book"
+        out.mkdir()
+        build_partitions(store, result.owner, tiny_p, out, hops)
+
+
+def _tracked(tracker_file: Path, work):
+    """Run `work()` under a memray tracker; return its result, heap peak (MB) and seconds."""
+    import memray
+
+    started = time.perf_counter()
+    with memray.Tracker(tracker_file):
+        result = work()
+    seconds = time.perf_counter() - started
+    peak = memray.FileReader(tracker_file).metadata.peak_memory / 2**20
+    return result, peak, seconds
+
+
+def _flamegraph(tracker_file: Path, html: Path) -> None:
+    subprocess.run(
+        [sys.executable, "-m", "memray", "flamegraph", "-f", "-o", str(html), str(tracker_file)],
+        check=True,
+        capture_output=True,
+    )
+    tracker_file.unlink()
+
+
+def _check_owner(owner: np.ndarray, num_nodes: int, p: int, name: str) -> np.ndarray:
+    owner = np.asarray(owner)
+    if owner.shape != (num_nodes,) or (num_nodes and (owner.min() < 0 or owner.max() >= p)):
+        raise RuntimeError(f"partitioner {name} returned an invalid owner array")
+    return owner.astype(np.int32, copy=False)
+
+
+def partition_into(store: GraphStore, partitioner: dict, p: int, seed: int, dest: Path) -> None:
+    """The child's work: measured algorithm, measured GNN-ready step, atomic book."""
+    name = str(partitioner["name"])
+    partition_fn = PARTITIONERS.get(name)
+    params = algorithm_params(partitioner)
+    hops = int(partitioner.get("hops", 1))
+    if hops < 1:
+        raise DataError(f"partitioner.hops: expected >= 1, got {hops}")
+    _warm_up(partition_fn, params, p, seed, hops)
+    with atomic_directory(dest) as tmp:
+        result, peak_mb, seconds = _tracked(
+            tmp / "partition.memray", lambda: partition_fn(store, p, seed, params)
+        )
+        rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        owner = _check_owner(result.owner, store.num_nodes, p, name)
+        np.save(tmp / "owner.npy", owner)
+        metrics, ready_peak_mb, ready_seconds = _tracked(
+            tmp / "gnn_ready.memray",
+            lambda: build_partitions(
+                store, owner, p, tmp, hops, int(params.get("chunk_edges", 1 << 20))
+            ),
+        )
+        _flamegraph(tmp / "partition.memray", tmp / "partition_flamegraph.html")
+        _flamegraph(tmp / "gnn_ready.memray", tmp / "gnn_ready_flamegraph.html")
+        metrics.update(
+            partition_time_s=seconds,
+            partition_peak_mb=peak_mb,
+            partition_rss_mb=rss_mb,
+            gnn_ready_time_s=ready_seconds,
+            gnn_ready_peak_mb=ready_peak_mb,
+            passes=int(result.stats.pop("passes", 0)),
+        )
+        meta = {
+            "algorithm": name,
+            "parameters": params,
+            "p": p,
+            "seed": seed,
+            "hops": hops,
+            "dataset": store.name,
+            "dataset_fingerprint": store.fingerprint,
+            "store": str(store.path),
+            "metrics": metrics,
+            "stats": result.stats,
+        }
+        (tmp / "meta.json").write_text(json.dumps(meta, indent=2))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--store", required=True)
+    parser.add_argument("--partitioner", required=True, help="partitioner config as JSON")
+    parser.add_argument("--p", type=int, required=True)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--dest", required=True)
+    parser.add_argument("--error-file", required=True)
+    args = parser.parse_args(argv)
+    try:
+        store = GraphStore(Path(args.store))
+        check_num_parts(args.p, store.num_nodes, store.name)
+        partition_into(store, json.loads(args.partitioner), args.p, args.seed, Path(args.dest))
+    except GnnbenchError as exc:
+        Path(args.error_file).write_text(str(exc))
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
