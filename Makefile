@@ -1,0 +1,27 @@
+# One virtual environment for everything; the CPU path pins torch==2.13.0 through the `cpu` extra.
+VENV ?= .venv
+PYTHON := $(VENV)/bin/python
+PYTEST_ARGS ?=
+
+.PHONY: install run test lint clean
+
+install: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	python3 -m venv $(VENV)
+	$(PYTHON) -m pip install --quiet --upgrade pip
+	$(PYTHON) -m pip install --quiet -e ".[cpu,test]"
+	touch $@
+
+run: install  ## install, then run the default benchmark (synthetic dataset, SPRING, p=4, 2 workers)
+	$(PYTHON) -m gnnbench $(ARGS)
+
+test: install  ## install, then run the whole test suite
+	$(PYTHON) -m pytest $(PYTEST_ARGS)
+
+lint: install
+	$(VENV)/bin/ruff check gnnbench tests bench
+	$(VENV)/bin/ruff format --check gnnbench tests bench
+
+clean:
+	rm -rf $(VENV) outputs multirun mlruns mlartifacts mlflow.db

@@ -1,0 +1,120 @@
+"""Stage 4: one MLflow run per job: the flattened config, every metric, the artifacts.
+
+The run is opened when the job starts and closed FINISHED or FAILED (with `error_type` and
+`error` tags), so a failing job still leaves a record the dashboard shows.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import tempfile
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+PARTITION_METRICS = (
+    "replication_factor",
+    "edge_cut",
+    "vertex_balance",
+    "edge_balance",
+    "train_balance",
+    "partition_time_s",
+    "partition_peak_mb",
+    "partition_rss_mb",
+    "gnn_ready_time_s",
+    "gnn_ready_peak_mb",
+    "passes",
+)
+TRAIN_METRICS = ("epoch_time_s", "sync_time_s", "val_f1_micro", "test_f1_micro", "test_f1_macro")
+ARTIFACTS = ("partition_flamegraph.html", "gnn_ready_flamegraph.html")
+
+
+def flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested config -> {"a.b": value}; lists are kept as their JSON text."""
+    flat: dict[str, Any] = {}
+    for key, value in config.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            flat.update(flatten(value, f"{name}."))
+        elif isinstance(value, list | tuple):
+            flat[name] = json.dumps(list(value))
+        else:
+            flat[name] = value
+    return flat
+
+
+class RunLogger:
+    """Thin wrapper over the active MLflow run, one method per stage product."""
+
+    def __init__(self, mlflow_module, run_id: str):
+        self.mlflow = mlflow_module
+        self.run_id = run_id
+
+    def log_dataset(self, meta: Mapping[str, Any]) -> None:
+        keys = ("num_nodes", "num_edges", "feature_dim", "num_classes", "fingerprint")
+        self.mlflow.log_params({f"graph.{key}": meta[key] for key in keys if key in meta})
+
+    def log_partition(self, book_dir: Path, metrics: Mapping[str, Any], stats: Mapping[str, Any], cached: bool) -> None:
+        values = {key: float(metrics[key]) for key in PARTITION_METRICS if key in metrics}
+        values.update({key: float(value) for key, value in stats.items() if isinstance(value, int | float)})
+        self.mlflow.log_metrics(values)
+        self.mlflow.set_tags({"partition_cached": str(cached), "partition_book": str(book_dir)})
+        self.log_json("partition_metrics.json", {"metrics": dict(metrics), "stats": dict(stats)})
+        for name in ARTIFACTS:
+            if (Path(book_dir) / name).is_file():
+                self.mlflow.log_artifact(str(Path(book_dir) / name))
+
+    def log_training(self, result: Mapping[str, Any]) -> None:
+        history = result.get("history", [])
+        for entry in history:
+            self.mlflow.log_metric("train_loss", entry["train_loss"], step=entry["epoch"])
+            if entry.get("val_f1_micro") is not None:
+                self.mlflow.log_metric("val_f1_micro", entry["val_f1_micro"], step=entry["epoch"])
+        # The summary values are logged at the last step, so the dashboard's "latest" value of
+        # val_f1_micro is the best validation F1 (the point test F1 is reported at).
+        last_step = history[-1]["epoch"] if history else 0
+        for key in TRAIN_METRICS:
+            if result.get(key) is not None:
+                self.mlflow.log_metric(key, float(result[key]), step=last_step)
+        extra = {k: v for k, v in result.items() if k not in TRAIN_METRICS and k != "history"}
+        self.log_json("training.json", {**extra, "history": history})
+
+    def log_json(self, name: str, payload: Any) -> None:
+        with tempfile.TemporaryDirectory() as scratch:
+            path = Path(scratch) / name
+            path.write_text(json.dumps(payload, indent=2, default=str))
+            self.mlflow.log_artifact(str(path))
+
+    def log_text(self, name: str, text: str) -> None:
+        self.mlflow.log_text(text, name)
+
+
+@contextmanager
+def mlflow_run(config: Mapping[str, Any], resolved_yaml: str) -> Iterator[RunLogger]:
+    """Open a run in the configured store; end it FINISHED, or FAILED with the error as tags."""
+    import mlflow
+
+    tracking = config.get("tracking", {})
+    mlflow.set_tracking_uri(tracking.get("uri", "sqlite:///mlflow.db"))
+    mlflow.set_experiment(tracking.get("experiment", "gnnbench"))
+    run_name = f"{config['dataset']['name']}-{config['partitioner']['name']}-p{config['p']}"
+    with mlflow.start_run(run_name=run_name) as active:
+        logger = RunLogger(mlflow, active.info.run_id)
+        params = {k: v for k, v in flatten(config).items() if not k.startswith("tracking.")}
+        mlflow.log_params(params)
+        logger.log_text("config.yaml", resolved_yaml)
+        try:
+            yield logger
+        except BaseException as exc:
+            # start_run's own exit then ends the run as FAILED
+            mlflow.set_tags({"error_type": type(exc).__name__, "error": one_line(exc)})
+            raise
+
+
+def one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return (text[0] if text else type(exc).__name__)[:500]

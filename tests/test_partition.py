@@ -1,0 +1,137 @@
+"""SPRING on a hand-checked graph, the shared GNN-ready step, metrics and the book round trip."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gnnbench.data.builder import GraphStoreBuilder
+from gnnbench.data.store import GraphStore
+from gnnbench.errors import ConfigError
+from gnnbench.partition.algorithms.spring import spring
+from gnnbench.partition.book import PartitionBook
+from gnnbench.partition.gnn_ready import build_partitions
+from gnnbench.partition.stage import run_partition_stage
+
+# Two triangles joined by the bridge 2-3, in this stream order.
+TWO_TRIANGLES = [(0, 1), (1, 2), (0, 2), (3, 4), (4, 5), (3, 5), (2, 3)]
+
+
+def make_store(path, edges, num_nodes, features=True) -> GraphStore:
+    with GraphStoreBuilder(path, "tiny", "test") as builder:
+        builder.set_num_nodes(num_nodes)
+        builder.add_edges(np.array(edges), origin="test")
+        if features:
+            builder.set_features(np.arange(num_nodes * 3, dtype=np.float32).reshape(num_nodes, 3))
+            builder.set_labels(np.arange(num_nodes) % 2)
+            builder.set_split(np.array([0, 3]), np.array([1, 4]), np.array([2, 5]))
+        builder.finish()
+    return GraphStore(path)
+
+
+@pytest.fixture
+def triangles(tmp_path) -> GraphStore:
+    return make_store(tmp_path / "store", TWO_TRIANGLES, 6)
+
+
+def test_spring_sdt_cap_by_hand(triangles):
+    # Cap 0.1 * 14 / 2 = 0.7 < every degree: no clustering move. Merging in ascending order:
+    # 0 -> cluster of its richest neighbour 2 (size 2), 1 -> 2 (size 3), 2 and 3 would exceed
+    # 1.05 * 6 / 2 = 3.15, 4 -> 3 (size 2); 5 is last and not visited. Largest first:
+    # {0,1,2} -> part 0, {3,4} -> part 1, {5} -> lightest part 1.
+    result = spring(triangles, 2, 0, {"volume_cap": "sdt", "beta": 1.05})
+    assert result.owner.tolist() == [0, 0, 0, 1, 1, 1]
+    assert result.stats["clusters_before_merge"] == 6
+    assert result.stats["clusters_after_merge"] == 3
+    assert result.stats["passes"] == 1
+
+
+def test_spring_2ps_cap_by_hand(triangles):
+    # Cap 2 * 7 / 2 = 7: 0 joins 1's cluster, 2 joins it (volume 7); 4 and 5 join 3 (volume 7);
+    # on the bridge both volumes are 7 <= 7 and ties move u, so 2 moves to 3's cluster (volume 10).
+    # Clusters {0,1} and {2,3,4,5}: merging them would exceed 3.15 nodes.
+    result = spring(triangles, 2, 0, {"volume_cap": "2ps", "beta": 1.05})
+    assert result.owner.tolist() == [1, 1, 0, 0, 0, 0]
+    assert result.stats["clusters_before_merge"] == 2
+    assert result.stats["clusters_after_merge"] == 2
+
+
+def test_gnn_ready_partitions_and_metrics(triangles, tmp_path):
+    out = tmp_path / "book"
+    out.mkdir()
+    metrics = build_partitions(triangles, np.array([0, 0, 0, 1, 1, 1]), 2, out)
+    assert metrics["edge_cut"] == pytest.approx(1 / 7)
+    assert metrics["replication_factor"] == pytest.approx(8 / 6)
+    assert metrics["vertex_balance"] == pytest.approx(1.0)
+    assert metrics["partition_edges"] == [4, 4]
+    assert np.load(out / "part-0" / "nodes.npy").tolist() == [0, 1, 2, 3]
+    assert np.load(out / "part-1" / "nodes.npy").tolist() == [3, 4, 5, 2]
+    indptr = np.load(out / "part-0" / "indptr.npy")
+    indices = np.load(out / "part-0" / "indices.npy")
+    halo_row = indices[indptr[3] : indptr[4]]
+    assert halo_row.tolist() == [2]  # the halo node keeps only its edge into the owned set
+    assert sorted(indices[indptr[2] : indptr[3]].tolist()) == [0, 1, 3]
+
+
+def test_two_hop_partitions(triangles, tmp_path):
+    out = tmp_path / "book"
+    out.mkdir()
+    metrics = build_partitions(triangles, np.array([0, 0, 0, 1, 1, 1]), 2, out, hops=2)
+    assert metrics["replication_factor"] == pytest.approx(2.0)
+    # edges incident to the 1-hop set {0,1,2,3}: all but 4-5 (and symmetrically)
+    assert metrics["partition_edges"] == [6, 6]
+
+
+def test_isolated_nodes_and_invariants(tmp_path):
+    rng = np.random.default_rng(3)
+    edges = rng.integers(0, 300, size=(1500, 2))
+    store = make_store(tmp_path / "store", edges, 320)  # ids 300..319 are isolated
+    out = tmp_path / "book"
+    out.mkdir()
+    result = spring(store, 4, 0, {})
+    owner = result.owner
+    assert owner.shape == (320,) and owner.min() >= 0 and owner.max() < 4
+    metrics = build_partitions(store, owner, 4, out)
+    assert metrics["replication_factor"] >= 1
+    assert sum(metrics["partition_owned"]) == 320
+    assert metrics["vertex_balance"] <= 1.05 * 1.5
+
+
+def test_book_round_trip_and_cache(triangles, gnnbench_home):
+    config = {"name": "spring", "hops": 1, "volume_cap": "sdt", "beta": 1.05}
+    book, cached = run_partition_stage(triangles, config, 2, 0)
+    assert not cached
+    assert book.metrics["partition_peak_mb"] > 0
+    assert (book.path / "partition_flamegraph.html").is_file()
+    features = np.arange(18, dtype=np.float32).reshape(6, 3)
+    for i in range(2):
+        part = book.load(i)
+        np.testing.assert_array_equal(part.features, features[part.nodes])
+        np.testing.assert_array_equal(part.labels, part.nodes % 2)
+        owned = part.nodes[: part.num_owned]
+        assert set(owned[part.split["train"]].tolist()) <= {0, 3}
+    again, cached = run_partition_stage(triangles, config, 2, 0)
+    assert cached and again.path == book.path
+    assert PartitionBook(book.path).owner().tolist() == [0, 0, 0, 1, 1, 1]
+
+
+def test_deterministic_owner(tmp_path, monkeypatch):
+    rng = np.random.default_rng(5)
+    store = make_store(tmp_path / "store", rng.integers(0, 500, size=(4000, 2)), 500)
+    owners = []
+    for run in range(2):
+        monkeypatch.setenv("GNNBENCH_HOME", str(tmp_path / f"home{run}"))
+        book, _ = run_partition_stage(store, {"name": "spring", "hops": 1}, 4, 0)
+        owners.append((book.path / "owner.npy").read_bytes())
+    assert owners[0] == owners[1]
+
+
+def test_p_larger_than_nodes(triangles, gnnbench_home):
+    with pytest.raises(ConfigError, match="p=7 is larger than the number of nodes"):
+        run_partition_stage(triangles, {"name": "spring"}, 7, 0)
+    assert not any((gnnbench_home / "partitions").glob("*")) if (gnnbench_home / "partitions").exists() else True
+
+
+def test_unknown_partitioner(triangles, gnnbench_home):
+    with pytest.raises(ConfigError, match="unknown partitioner 'nope'"):
+        run_partition_stage(triangles, {"name": "nope"}, 2, 0)
