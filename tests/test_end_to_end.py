@@ -1,0 +1,109 @@
+"""`python -m gnnbench` as a user runs it: a FINISHED MLflow run with every metric, and clean errors."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+REQUIRED_METRICS = {
+    "replication_factor",
+    "edge_cut",
+    "vertex_balance",
+    "partition_time_s",
+    "partition_peak_mb",
+    "partition_rss_mb",
+    "epoch_time_s",
+    "sync_time_s",
+    "val_f1_micro",
+    "test_f1_micro",
+    "test_f1_macro",
+    "train_loss",
+}
+
+
+def gnnbench(cwd: Path, *overrides: str, timeout: int = 300) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "gnnbench", *overrides],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=os.environ.copy(),
+    )
+
+
+def runs(cwd: Path):
+    import mlflow
+
+    client = mlflow.MlflowClient(tracking_uri=f"sqlite:///{cwd / 'mlflow.db'}")
+    experiment = client.get_experiment_by_name("gnnbench")
+    return client, client.search_runs([experiment.experiment_id]) if experiment else []
+
+
+@pytest.mark.slow
+@pytest.mark.distributed
+def test_default_run_logs_every_metric(tmp_path, gnnbench_home):
+    completed = gnnbench(tmp_path, "train.epochs=3")
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    client, found = runs(tmp_path)
+    assert len(found) == 1
+    run = found[0]
+    assert run.info.status == "FINISHED"
+    assert REQUIRED_METRICS <= set(run.data.metrics)
+    assert 1.0 <= run.data.metrics["replication_factor"] <= 4.0
+    assert run.data.params["p"] == "4" and run.data.params["dataset.name"] == "synthetic"
+    history = client.get_metric_history(run.info.run_id, "train_loss")
+    assert [m.step for m in history] == [1, 2, 3]
+    artifacts = {a.path for a in client.list_artifacts(run.info.run_id)}
+    assert {"config.yaml", "partition_metrics.json", "partition_flamegraph.html"} <= artifacts
+
+
+def test_sweep_partition_only(tmp_path, gnnbench_home):
+    completed = gnnbench(tmp_path, "-m", "dataset=cora", "partitioner=spring,hash", "p=2,4", "train=none")
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    _, found = runs(tmp_path)
+    assert len(found) == 4 and all(r.info.status == "FINISHED" for r in found)
+    by_name = {(r.data.params["partitioner.name"], r.data.params["p"]): r.data.metrics for r in found}
+    assert by_name[("spring", "4")]["replication_factor"] < by_name[("hash", "4")]["replication_factor"]
+
+
+def test_unknown_dataset_is_one_line(tmp_path, gnnbench_home):
+    completed = gnnbench(tmp_path, "dataset=nope", "train=none")
+    assert completed.returncode == 2
+    lines = completed.stderr.strip().splitlines()
+    assert len(lines) == 1 and "dataset=nope: unknown dataset" in lines[0] and "cora" in lines[0]
+
+
+def test_p_larger_than_nodes_is_one_line(tmp_path, gnnbench_home):
+    completed = gnnbench(tmp_path, "dataset=cora", "p=100000", "train=none")
+    assert completed.returncode == 2
+    lines = completed.stderr.strip().splitlines()
+    assert lines[-1] == "gnnbench: error: p=100000 is larger than the number of nodes of cora (2708)"
+    assert not list((gnnbench_home / "partitions").glob("*")) if (gnnbench_home / "partitions").exists() else True
+    _, found = runs(tmp_path)
+    assert found[0].info.status == "FAILED" and found[0].data.tags["error_type"] == "ConfigError"
+
+
+def test_truncated_edge_file_is_one_line(tmp_path, gnnbench_home):
+    assert gnnbench(tmp_path, "dataset=cora", "p=2", "train=none").returncode == 0
+    (edges,) = (gnnbench_home / "graphs").glob("cora-*/edges.bin")
+    data = edges.read_bytes()
+    edges.write_bytes(data[: len(data) - 5])
+    completed = gnnbench(tmp_path, "dataset=cora", "p=2", "train=none")
+    assert completed.returncode == 2
+    line = completed.stderr.strip().splitlines()[-1]
+    assert line.startswith("gnnbench: error: ") and "edges.bin" in line and "truncated" in line
+
+
+def test_sweep_failure_goes_on(tmp_path, gnnbench_home):
+    completed = gnnbench(tmp_path, "-m", "dataset=cora", "partitioner=hash", "p=2,100000", "train=none")
+    assert completed.returncode == 1
+    assert "1 job(s) failed" in completed.stderr and "p=100000" in completed.stderr
+    _, found = runs(tmp_path)
+    assert sorted(r.info.status for r in found) == ["FAILED", "FINISHED"]
+    assert np.isfinite([r.data.metrics.get("edge_cut", 0) for r in found]).all()
