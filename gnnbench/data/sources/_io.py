@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
+import scipy.sparse as sp
 
 from gnnbench.data.builder import GraphStoreBuilder
 from gnnbench.errors import DataError
@@ -21,31 +22,37 @@ BLOCK_BYTES = 16 << 20  # ~1M edge-list lines per block
 EDGE_CHUNK = 1 << 20  # edges handed to the builder per add_edges call
 ROW_CHUNK_BYTES = 64 << 20  # feature rows converted per step
 _GZIP_MAGIC = b"\x1f\x8b"
+_ZIP_MAGIC = b"PK"
+_UTF8_BOM = b"\xef\xbb\xbf"
 _GZIP_ERRORS = (EOFError, zlib.error, gzip.BadGzipFile)
 
 
-def is_gzip(path: Path) -> bool:
-    """True when the file starts with the gzip magic bytes (whatever its name says)."""
+def starts_with(path: Path, magic: bytes) -> bool:
+    """True when the file starts with these magic bytes (whatever its name says)."""
     try:
         with open(path, "rb") as handle:
-            return handle.read(2) == _GZIP_MAGIC
+            return handle.read(len(magic)) == magic
     except OSError as exc:
         raise DataError(f"{path}: cannot read ({exc.strerror or exc})") from None
 
 
-def iter_line_blocks(path: Path, block_bytes: int = BLOCK_BYTES) -> Iterator[tuple[int, bytes]]:
+def iter_line_blocks(path: Path, block_bytes: int | None = None) -> Iterator[tuple[int, bytes]]:
     """Yield (number of the block's first line, 1-based; bytes of whole lines ending in newline).
 
     Plain or gzip input, read in bounded blocks; a block is cut after its last newline and the
     rest carried into the next one, so no line is ever split.
     """
     path = Path(path)
-    opener = gzip.open if is_gzip(path) else open
+    block_bytes = block_bytes or BLOCK_BYTES
+    opener = gzip.open if starts_with(path, _GZIP_MAGIC) else open
     line_number = 1
     carry = b""
+    first = True
     try:
         with opener(path, "rb") as handle:
             while block := handle.read(block_bytes):
+                if first:  # a UTF-8 byte order mark (spreadsheet exports) is not data
+                    block, first = block.removeprefix(_UTF8_BOM), False
                 block = carry + block
                 cut = block.rfind(b"\n") + 1
                 carry = block[cut:]
@@ -66,12 +73,16 @@ class NpzArrays:
     def __init__(self, path: Path, expected: str):
         self.path = Path(path)
         self.expected = expected
+        if not starts_with(self.path, _ZIP_MAGIC):
+            raise DataError(f"{self.path}: not an .npz (zip) archive of {expected}")
         try:
             self._npz = np.load(self.path, allow_pickle=False)
         except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
             raise DataError(f"{self.path}: not a readable .npz file ({exc})") from None
         if not hasattr(self._npz, "files"):
-            raise DataError(f"{self.path}: expected an .npz archive of {expected}, found a single array")
+            raise DataError(
+                f"{self.path}: expected an .npz archive of {expected}, found a single array"
+            )
 
     def __enter__(self) -> NpzArrays:
         return self
@@ -108,7 +119,24 @@ def row_chunk(num_columns: int) -> int:
     return max(1, ROW_CHUNK_BYTES // max(1, 4 * num_columns))
 
 
+def write_feature_rows(builder: GraphStoreBuilder, features: np.ndarray | sp.spmatrix) -> None:
+    """Copy a dense or CSR (N, F) matrix into the store's float32 feat.npy, a row chunk at a time.
+
+    A CSR matrix is densified one chunk at a time, so its dense form is never held in memory.
+    """
+    num_nodes, dim = features.shape
+    out = builder.open_features(num_nodes, dim)
+    step = row_chunk(dim)
+    for start in range(0, num_nodes, step):
+        rows = features[start : start + step]
+        out[start : start + step] = rows.toarray() if sp.issparse(rows) else rows
+    out.flush()
+    del out
+
+
 def check_node_array(array: np.ndarray, num_nodes: int, what: str, origin: Path) -> None:
     """Node-indexed arrays (features, labels, masks) must have one row per node."""
     if array.shape[0] != num_nodes:
-        raise DataError(f"{origin}: {what} has {array.shape[0]} rows, expected {num_nodes} (one per node)")
+        raise DataError(
+            f"{origin}: {what} has {array.shape[0]} rows, expected {num_nodes} (one per node)"
+        )
