@@ -129,7 +129,7 @@ def spring(store: GraphStore, p: int, seed: int, params: Mapping[str, Any]) -> P
     cluster = np.arange(n, dtype=np.int64)
     volume = degree.astype(np.int64)
     richest = np.full(n, -1, dtype=np.int64)
-    max_volume = volume_cap(str(params.get("volume_cap", "2ps")), store.num_edges, p)
+    max_volume = volume_cap(str(params.get("volume_cap", "sdt")), store.num_edges, p)
     stream = store.edge_stream(int(params.get("chunk_edges", 1 << 20)))
     for _ in range(int(params.get("stream_iters", 1))):
         for chunk in stream:
