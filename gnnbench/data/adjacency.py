@@ -222,7 +222,8 @@ def build_adjacency(
                     buffer.tofile(handle)
                 del buffer, cursor
                 lo = hi
-        np.save(tmp_indptr, indptr)
+        with open(tmp_indptr, "wb") as handle:
+            np.save(handle, indptr)
         os.replace(tmp_indices, indices_path)
         os.replace(tmp_indptr, indptr_path)
     except BaseException:

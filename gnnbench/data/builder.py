@@ -103,7 +103,6 @@ class GraphStoreBuilder:
     def set_labels(self, labels: np.ndarray, multilabel: bool = False) -> None:
         labels = np.asarray(labels)
         self._labels = labels.astype(np.uint8 if multilabel else np.int64)
-        self._multilabel = multilabel
 
     def set_split(self, train: np.ndarray, val: np.ndarray, test: np.ndarray) -> None:
         self._split = {
@@ -131,7 +130,7 @@ class GraphStoreBuilder:
         (self.tmp / "meta.json").write_text(json.dumps(meta, indent=2))
         store = GraphStore(self.tmp)
         np.save(self.tmp / "degree.npy", streaming_degree(store.edge_stream(), num_nodes))
-        meta["fingerprint"] = fingerprint(self.tmp)
+        meta["fingerprint"] = fingerprint(self.tmp, num_nodes)
         (self.tmp / "meta.json").write_text(json.dumps(meta, indent=2))
         self._finished = True
 
@@ -158,6 +157,9 @@ class GraphStoreBuilder:
         return edges, num_nodes
 
     def _check_node_arrays(self, num_nodes: int) -> None:
+        if self.num_nodes is None and (self._feature_dim or self._labels is not None):
+            # relabelled ids would no longer match the rows of features or labels
+            raise DataError(f"{self.source}: features or labels given without a fixed node count")
         if self._feature_dim:
             rows = NpyLayout.read(self.tmp / "feat.npy").shape[0]
             if rows != num_nodes:
@@ -214,9 +216,9 @@ def seeded_split(num_nodes: int, seed: int) -> dict[str, np.ndarray]:
     }
 
 
-def fingerprint(directory: Path) -> str:
-    """Hash of the content files, so caches keyed on it change whenever the data does."""
-    digest = hashlib.blake2b(digest_size=12)
+def fingerprint(directory: Path, num_nodes: int) -> str:
+    """Hash of the content files and node count, so caches keyed on it change with the data."""
+    digest = hashlib.blake2b(str(num_nodes).encode(), digest_size=12)
     for name in ("edges.bin", "feat.npy", "label.npy", "split.npz"):
         path = Path(directory) / name
         if not path.is_file():

@@ -38,8 +38,15 @@ def raw_path(dataset: Mapping[str, Any], key: str = "path") -> Path:
 
 
 def dataset_key(dataset: Mapping[str, Any]) -> str:
-    """Stable hash of the dataset config: the prepared store is reused while it is unchanged."""
-    payload = json.dumps(dict(dataset), sort_keys=True, default=str).encode()
+    """Hash of the dataset config and its raw file's size and mtime: a changed file re-imports."""
+    identity = dict(dataset)
+    if identity.get("path"):
+        path = Path(str(identity["path"])).expanduser()
+        path = path if path.is_absolute() else raw_dir() / path
+        if path.exists():
+            stat = path.stat()
+            identity["raw_file"] = [stat.st_size, int(stat.st_mtime)]
+    payload = json.dumps(identity, sort_keys=True, default=str).encode()
     return hashlib.blake2b(payload, digest_size=6).hexdigest()
 
 
