@@ -31,7 +31,7 @@ PARTITIONERS: Registry[PartitionFn] = Registry(
 )
 
 # Config keys of the partitioner group that drive the shared machinery, not the algorithm.
-SHARED_KEYS = ("name", "hops", "chunk_edges", "memory_limit_gb")
+SHARED_KEYS = ("name", "hops", "memory_limit_gb")
 
 
 def check_num_parts(p: Any, num_nodes: int, dataset: str) -> int:

@@ -74,3 +74,38 @@ def result_from_replicas(replicas: np.ndarray, p: int, seed: int, stats: dict) -
     owner, total_replicas, covered = _pick_owners(replicas, p, seed)
     stats = {**stats, "rf_edge_partition": total_replicas / max(1, covered)}
     return PartitionResult(owner, stats)
+
+
+@numba.njit(cache=True, inline="always")
+def argmax_tiebreak(scores, key):
+    """Index of the largest score; among exact ties the (key mod #ties)-th, key a uint64 hash.
+
+    Scoring partitioners (HDRF, greedy) break ties at random; hashing (seed, edge index) into
+    `key` makes that choice reproducible and independent of how the stream is chunked.
+    """
+    best = scores[0]
+    ties = 1
+    for i in range(1, scores.shape[0]):
+        if scores[i] > best:
+            best = scores[i]
+            ties = 1
+        elif scores[i] == best:
+            ties += 1
+    pick = np.int64(key % np.uint64(ties))
+    for i in range(scores.shape[0]):
+        if scores[i] == best:
+            if pick == 0:
+                return i
+            pick -= 1
+    return scores.shape[0] - 1
+
+
+def edge_load_stats(load: np.ndarray, num_edges: int) -> dict:
+    """Per-part edge counts of an edge partitioner and their balance, as JSON-ready figures."""
+    p = len(load)
+    max_load = int(load.max()) if p else 0
+    return {
+        "edge_loads": [int(x) for x in load],
+        "max_edge_load": max_load,
+        "edge_balance_partitioner": max_load * p / num_edges if num_edges else 1.0,
+    }

@@ -140,7 +140,7 @@ def spring(store: GraphStore, p: int, seed: int, params: Mapping[str, Any]) -> P
     del cluster, richest
     owner = _assign_largest_first(merged, p)
     stats = {
-        "passes": stream.passes,
+        "passes": 1 + stream.passes,  # the degree pass (made at import) plus clustering
         "clusters_before_merge": int(before),
         "clusters_after_merge": int(after),
         "max_cluster_volume": max_volume,
