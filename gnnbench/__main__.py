@@ -31,7 +31,9 @@ def check_group_choices(argv: list[str], conf_dir: Path = CONF_DIR) -> None:
         choices = sorted(path.stem for path in group.glob("*.yaml"))
         for choice in value.split(","):
             if choice.strip() not in choices and choice.strip() != "null":
-                raise ConfigError(f"{key}={choice}: unknown {key} (expected one of: {', '.join(choices)})")
+                raise ConfigError(
+                    f"{key}={choice}: unknown {key} (expected one of: {', '.join(choices)})"
+                )
 
 
 def _is_multirun() -> bool:

@@ -35,11 +35,21 @@ def run(config: Mapping[str, Any], resolved_yaml: str) -> dict[str, Any]:
         started = time.perf_counter()
         store = prepare_dataset(config["dataset"])
         tracker.log_dataset(store.meta)
-        log.info("data: %s, %d nodes, %d edges (%s)", store.name, store.num_nodes, store.num_edges, store.path)
+        log.info(
+            "data: %s, %d nodes, %d edges (%s)",
+            store.name,
+            store.num_nodes,
+            store.num_edges,
+            store.path,
+        )
 
-        book, cached = run_partition_stage(store, config["partitioner"], config["p"], config["seed"])
+        book, cached = run_partition_stage(
+            store, config["partitioner"], config["p"], config["seed"]
+        )
         tracker.log_partition(book.path, book.metrics, book.meta.get("stats", {}), cached)
-        summary.update({k: book.metrics[k] for k in ("replication_factor", "edge_cut", "vertex_balance")})
+        summary.update(
+            {k: book.metrics[k] for k in ("replication_factor", "edge_cut", "vertex_balance")}
+        )
         log.info(
             "partition: %s p=%d RF=%.3f edge cut=%.3f peak=%.1f MB%s",
             config["partitioner"]["name"], config["p"], book.metrics["replication_factor"],
@@ -54,7 +64,9 @@ def run(config: Mapping[str, Any], resolved_yaml: str) -> dict[str, Any]:
                 config["num_gpus"], config["sync_interval"], config["seed"],
             )  # fmt: skip
             tracker.log_training(result)
-            summary.update({k: result[k] for k in ("test_f1_micro", "test_f1_macro", "epoch_time_s")})
+            summary.update(
+                {k: result[k] for k in ("test_f1_micro", "test_f1_macro", "epoch_time_s")}
+            )
             log.info(
                 "train: %s test micro-F1=%.4f macro-F1=%.4f epoch=%.3fs",
                 config["train"]["mode"], result["test_f1_micro"], result["test_f1_macro"], result["epoch_time_s"],

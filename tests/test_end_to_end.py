@@ -64,12 +64,19 @@ def test_default_run_logs_every_metric(tmp_path, gnnbench_home):
 
 
 def test_sweep_partition_only(tmp_path, gnnbench_home):
-    completed = gnnbench(tmp_path, "-m", "dataset=cora", "partitioner=spring,hash", "p=2,4", "train=none")
+    completed = gnnbench(
+        tmp_path, "-m", "dataset=cora", "partitioner=spring,hash", "p=2,4", "train=none"
+    )
     assert completed.returncode == 0, completed.stderr[-3000:]
     _, found = runs(tmp_path)
     assert len(found) == 4 and all(r.info.status == "FINISHED" for r in found)
-    by_name = {(r.data.params["partitioner.name"], r.data.params["p"]): r.data.metrics for r in found}
-    assert by_name[("spring", "4")]["replication_factor"] < by_name[("hash", "4")]["replication_factor"]
+    by_name = {
+        (r.data.params["partitioner.name"], r.data.params["p"]): r.data.metrics for r in found
+    }
+    assert (
+        by_name[("spring", "4")]["replication_factor"]
+        < by_name[("hash", "4")]["replication_factor"]
+    )
 
 
 def test_unknown_dataset_is_one_line(tmp_path, gnnbench_home):
@@ -83,8 +90,14 @@ def test_p_larger_than_nodes_is_one_line(tmp_path, gnnbench_home):
     completed = gnnbench(tmp_path, "dataset=cora", "p=100000", "train=none")
     assert completed.returncode == 2
     lines = completed.stderr.strip().splitlines()
-    assert lines[-1] == "gnnbench: error: p=100000 is larger than the number of nodes of cora (2708)"
-    assert not list((gnnbench_home / "partitions").glob("*")) if (gnnbench_home / "partitions").exists() else True
+    assert (
+        lines[-1] == "gnnbench: error: p=100000 is larger than the number of nodes of cora (2708)"
+    )
+    assert (
+        not list((gnnbench_home / "partitions").glob("*"))
+        if (gnnbench_home / "partitions").exists()
+        else True
+    )
     _, found = runs(tmp_path)
     assert found[0].info.status == "FAILED" and found[0].data.tags["error_type"] == "ConfigError"
 
@@ -101,7 +114,9 @@ def test_truncated_edge_file_is_one_line(tmp_path, gnnbench_home):
 
 
 def test_sweep_failure_goes_on(tmp_path, gnnbench_home):
-    completed = gnnbench(tmp_path, "-m", "dataset=cora", "partitioner=hash", "p=2,100000", "train=none")
+    completed = gnnbench(
+        tmp_path, "-m", "dataset=cora", "partitioner=hash", "p=2,100000", "train=none"
+    )
     assert completed.returncode == 1
     assert "1 job(s) failed" in completed.stderr and "p=100000" in completed.stderr
     _, found = runs(tmp_path)

@@ -58,9 +58,13 @@ class RunLogger:
         keys = ("num_nodes", "num_edges", "feature_dim", "num_classes", "fingerprint")
         self.mlflow.log_params({f"graph.{key}": meta[key] for key in keys if key in meta})
 
-    def log_partition(self, book_dir: Path, metrics: Mapping[str, Any], stats: Mapping[str, Any], cached: bool) -> None:
+    def log_partition(
+        self, book_dir: Path, metrics: Mapping[str, Any], stats: Mapping[str, Any], cached: bool
+    ) -> None:
         values = {key: float(metrics[key]) for key in PARTITION_METRICS if key in metrics}
-        values.update({key: float(value) for key, value in stats.items() if isinstance(value, int | float)})
+        values.update(
+            {key: float(value) for key, value in stats.items() if isinstance(value, int | float)}
+        )
         self.mlflow.log_metrics(values)
         self.mlflow.set_tags({"partition_cached": str(cached), "partition_book": str(book_dir)})
         self.log_json("partition_metrics.json", {"metrics": dict(metrics), "stats": dict(stats)})
