@@ -1,0 +1,217 @@
+"""Start the ranks: spawned processes on one machine, or the processes torchrun already started.
+
+A spawned worker that raises writes its error to a file and exits; the parent, woken by the
+process's exit, terminates the other ranks at once (they would otherwise wait in a collective until
+the gloo timeout) and raises the earliest error with its rank.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import socket
+import sys
+import tempfile
+import time
+import traceback
+from multiprocessing.connection import wait
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+from gnnbench import errors
+from gnnbench.errors import ConfigError
+from gnnbench.train.settings import Job, TrainSettings
+from gnnbench.train.worker import Worker
+
+TORCHRUN_VARIABLES = ("RANK", "WORLD_SIZE", "MASTER_ADDR")
+
+
+def resolve_device(settings: TrainSettings, local_rank: int) -> torch.device:
+    """cuda:<local_rank> when CUDA is asked for or available (device: auto), else the CPU."""
+    use_cuda = settings.device == "cuda" or (
+        settings.device == "auto" and torch.cuda.is_available()
+    )
+    if settings.backend == "gloo" and settings.device == "auto":
+        use_cuda = False  # an explicit gloo run stays on the CPU: one kind of device per run
+    if use_cuda and not torch.cuda.is_available():
+        raise ConfigError("train.device: cuda requested but torch sees no CUDA device")
+    if settings.backend == "nccl" and not use_cuda:
+        raise ConfigError("train.backend: nccl needs CUDA devices (use gloo or auto on the CPU)")
+    return torch.device("cuda", local_rank) if use_cuda else torch.device("cpu")
+
+
+def resolve_backend(settings: TrainSettings, device: torch.device) -> str:
+    if settings.backend != "auto":
+        return settings.backend
+    return "nccl" if device.type == "cuda" else "gloo"
+
+
+def under_torchrun() -> bool:
+    return all(name in os.environ for name in TORCHRUN_VARIABLES)
+
+
+def check_cuda_workers(settings: TrainSettings, num_workers: int) -> None:
+    """One process per GPU: never more workers than devices."""
+    device = resolve_device(settings, 0)
+    if device.type == "cuda" and num_workers > torch.cuda.device_count():
+        raise ConfigError(
+            f"num_gpus={num_workers} is larger than the {torch.cuda.device_count()} CUDA devices"
+        )
+
+
+def run_single(job: Job) -> dict:
+    """The centralized reference: one process, no process group."""
+    return Worker(job, 0, 1, resolve_device(job.settings, 0)).run()
+
+
+def run_torchrun(job: Job) -> dict:
+    """This process is one rank of a torchrun launch; every rank returns the same summary."""
+    rank, world_size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    device = resolve_device(job.settings, int(os.environ.get("LOCAL_RANK", 0)))
+    owns_group = not dist.is_initialized()
+    if owns_group:
+        _init_group(job.settings, device, init_method="env://")
+    try:
+        result = Worker(job, rank, world_size, device).run()
+        dist.barrier()
+        return result
+    finally:
+        if owns_group:
+            dist.destroy_process_group()
+
+
+def _init_group(settings: TrainSettings, device: torch.device, **rendezvous) -> None:
+    """Join the process group on this rank's device (NCCL binds each rank to its own GPU)."""
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+    dist.init_process_group(
+        resolve_backend(settings, device),
+        timeout=datetime.timedelta(seconds=settings.timeout_s),
+        **({"device_id": device} if device.type == "cuda" else {}),
+        **rendezvous,
+    )
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _record_error(scratch: Path, rank: int, exc: BaseException) -> None:
+    """The error as one line for the parent; unexpected ones also print their traceback here."""
+    expected = isinstance(exc, errors.GnnbenchError)
+    message = str(exc)
+    if not expected:
+        frame = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
+        where = f" (at {Path(frame.filename).name}:{frame.lineno})" if frame else ""
+        message = f"{type(exc).__name__}: {exc}{where}"
+        traceback.print_exc(file=sys.stderr)
+    payload = {
+        "kind": type(exc).__name__,
+        "expected": expected,
+        "message": message,
+        "at": time.time(),
+    }
+    (scratch / f"error-{rank}.json").write_text(json.dumps(payload))
+
+
+def _spawned_worker(rank: int, world_size: int, job: Job, port: int, scratch: Path) -> None:
+    """Entry point of one spawned rank: result (rank 0) or error goes to a file in `scratch`.
+
+    The process ends with os._exit: its work is on disk, and native libraries' destructors at
+    interpreter shutdown sometimes abort ("terminate called without an active exception"), which
+    would turn a finished run into a failed one.
+    """
+    exit_code = 0
+    try:
+        device = resolve_device(job.settings, rank)
+        if device.type == "cpu":  # the ranks share the cores instead of oversubscribing them
+            torch.set_num_threads(max(1, _cores() // world_size))
+        _init_group(
+            job.settings,
+            device,
+            init_method=f"tcp://127.0.0.1:{port}",
+            rank=rank,
+            world_size=world_size,
+        )
+        result = Worker(job, rank, world_size, device).run()
+        dist.barrier()  # no rank tears its connections down while another still uses them
+        dist.destroy_process_group()
+        if rank == 0:
+            (scratch / "result.tmp").write_text(json.dumps(result))
+            (scratch / "result.tmp").rename(scratch / "result.json")
+    except BaseException as exc:  # noqa: BLE001 - every failure must reach the parent
+        _record_error(scratch, rank, exc)
+        exit_code = 1
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(exit_code)
+
+
+def _cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def _failure(scratch: Path, rank: int, exitcode: int) -> Exception:
+    """The earliest recorded worker error (others are usually its consequence), as one line."""
+    recorded = []
+    for path in scratch.glob("error-*.json"):
+        payload = json.loads(path.read_text())
+        recorded.append((payload["at"], int(path.stem.split("-")[1]), payload))
+    if not recorded:
+        how = f"killed by signal {-exitcode}" if exitcode < 0 else f"exited with code {exitcode}"
+        return RuntimeError(f"worker {rank} failed: {how}")
+    _, rank, payload = min(recorded, key=lambda item: item[0])
+    message = f"worker {rank} failed: {payload['message']}"
+    if payload["expected"]:
+        return getattr(errors, payload["kind"], errors.GnnbenchError)(message)
+    return RuntimeError(message)
+
+
+def _stop(processes: list) -> None:
+    processes = [process for process in processes if process.pid is not None]  # started ones
+    for process in processes:
+        if process.is_alive():
+            process.terminate()
+    for process in processes:
+        process.join(timeout=5)
+        if process.is_alive():
+            process.kill()
+            process.join()
+
+
+def spawn_workers(job: Job, num_workers: int) -> dict:
+    """Run `num_workers` ranks as spawned processes on this machine; rank 0's summary."""
+    context = mp.get_context("spawn")
+    port = _free_port()
+    with tempfile.TemporaryDirectory(prefix="gnnbench-train-") as scratch_dir:
+        scratch = Path(scratch_dir)
+        processes = [
+            context.Process(
+                target=_spawned_worker, args=(rank, num_workers, job, port, scratch), daemon=True
+            )
+            for rank in range(num_workers)
+        ]
+        try:
+            for process in processes:
+                process.start()
+            running = {process.sentinel: rank for rank, process in enumerate(processes)}
+            while running:
+                for sentinel in wait(list(running)):
+                    rank = running.pop(sentinel)
+                    processes[rank].join()
+                    if processes[rank].exitcode != 0:
+                        _stop(processes)
+                        raise _failure(scratch, rank, processes[rank].exitcode)
+        finally:
+            _stop(processes)
+        result_file = scratch / "result.json"
+        if not result_file.is_file():
+            raise RuntimeError("worker 0 failed: exited without a result")
+        return json.loads(result_file.read_text())

@@ -1,0 +1,39 @@
+"""Model registry: one module per model registers a builder `(in_dim, out_dim, config) -> Module`.
+
+A model's forward is `forward(x, blocks)`: x holds the features of the batch's n_id, blocks are the
+sampler's blocks in model order (empty for models with `uses_graph = False`, whose x is the seeds').
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from torch import nn
+
+from gnnbench.errors import ConfigError
+from gnnbench.registry import Registry
+
+ModelBuilder = Callable[[int, int, Mapping[str, Any]], nn.Module]
+MODELS: Registry[ModelBuilder] = Registry("model", "gnnbench.train.models", "model.name")
+
+
+def layer_dims(in_dim: int, out_dim: int, config: Mapping[str, Any]) -> list[int]:
+    """[in, hidden, ..., hidden, out] for config.layers layers of width config.hidden."""
+    layers, hidden = config.get("layers", 2), config.get("hidden", 256)
+    for key, value in (("layers", layers), ("hidden", hidden)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ConfigError(f"model.{key}: expected a whole number >= 1, got {value!r}")
+    return [in_dim] + [hidden] * (layers - 1) + [out_dim]
+
+
+def dropout_rate(config: Mapping[str, Any]) -> float:
+    rate = config.get("dropout", 0.5)
+    if isinstance(rate, bool) or not isinstance(rate, int | float) or not 0 <= rate < 1:
+        raise ConfigError(f"model.dropout: expected a number in [0, 1), got {rate!r}")
+    return float(rate)
+
+
+def build_model(in_dim: int, out_dim: int, config: Mapping[str, Any]) -> nn.Module:
+    """The registered model named by config.name."""
+    return MODELS.get(str(config.get("name")))(in_dim, out_dim, config)

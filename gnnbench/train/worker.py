@@ -1,0 +1,275 @@
+"""The per-rank training loop: train each owned partition in turn, average, evaluate.
+
+With a PartitionBook, rank r trains partitions r, r+W, r+2W, ... each for sync_interval epochs from
+the current averaged model (each with its own Adam state), then every rank joins one weighted
+all-reduce. Without one (centralized mode) the single "partition" is the whole graph and nothing is
+averaged: the same loop is the reference run. A partition's halo nodes hold only their edges to
+owned nodes (CATGNN's 1-hop partitions), so its deeper neighbourhoods are truncated there.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+
+from gnnbench.data.store import GraphStore
+from gnnbench.errors import DataError
+from gnnbench.partition.book import PartitionBook
+from gnnbench.train.metrics import confusion_counts, f1_scores
+from gnnbench.train.models import build_model
+from gnnbench.train.sampler import ALL_NEIGHBOURS, Block, NeighbourSampler, SampledBatch, batch_seed
+from gnnbench.train.settings import Job
+from gnnbench.train.sync import State, all_reduce_average, broadcast_state, weighted_state_sum
+
+EVAL_SPLITS = ("val", "test")
+
+
+@dataclass
+class TrainingPart:
+    """One partition (or the whole graph) as this rank trains and evaluates on it."""
+
+    index: int
+    features: np.ndarray
+    labels: torch.Tensor
+    split: dict[str, np.ndarray]
+    sampler: NeighbourSampler
+    eval_sampler: NeighbourSampler
+    optimizer: torch.optim.Optimizer | None = None
+
+    @property
+    def num_train(self) -> int:
+        return len(self.split["train"])
+
+
+def _raw_parts(job: Job, rank: int, world_size: int) -> Iterator[tuple]:
+    """(index, indptr, indices, features, labels, split) of every partition this rank trains."""
+    if job.book_path is None:
+        store = GraphStore(job.store_path)
+        indptr, indices = store.csr()
+        yield 0, indptr, indices, store.features(), store.labels(), store.split()
+        return
+    book = PartitionBook(job.book_path)
+    for index in range(rank, book.p, world_size):
+        local = book.load(index)
+        yield index, local.indptr, local.indices, local.features, local.labels, local.split
+
+
+def load_parts(job: Job, rank: int, world_size: int, uses_graph: bool) -> list[TrainingPart]:
+    settings = job.settings
+    train_fanouts = list(settings.fanouts) if uses_graph else []
+    eval_fanouts = [ALL_NEIGHBOURS] * len(train_fanouts)
+    parts = []
+    for index, indptr, indices, features, labels, split in _raw_parts(job, rank, world_size):
+        parts.append(
+            TrainingPart(
+                index=index,
+                features=features,
+                labels=torch.from_numpy(np.asarray(labels)),
+                split=split,
+                sampler=NeighbourSampler(indptr, indices, train_fanouts),
+                eval_sampler=NeighbourSampler(indptr, indices, eval_fanouts),
+            )
+        )
+    return parts
+
+
+def _clone(state: dict[str, torch.Tensor]) -> State:
+    return {key: value.detach().clone() for key, value in state.items()}
+
+
+class Worker:
+    """One rank's model, optimizers and partitions; `run()` returns the run's summary."""
+
+    def __init__(self, job: Job, rank: int, world_size: int, device: torch.device):
+        self.job = job
+        self.settings = job.settings
+        self.rank = rank
+        self.world_size = world_size
+        self.device = device
+        self.distributed = dist.is_available() and dist.is_initialized()
+        torch.manual_seed(self.settings.seed)  # identical initial model on every rank
+        self.model = build_model(job.num_features, job.num_classes, self.settings.model).to(device)
+        self.parts = load_parts(job, rank, world_size, self.model.uses_graph)
+        for part in self.parts:
+            part.optimizer = torch.optim.Adam(
+                self.model.parameters(),
+                lr=self.settings.lr,
+                weight_decay=self.settings.weight_decay,
+            )
+        self.global_state = broadcast_state(self.model.state_dict())
+        self.model.load_state_dict(self.global_state)
+        local_train = torch.tensor([sum(p.num_train for p in self.parts)], dtype=torch.float64)
+        self.total_train = float(self._all_reduce(local_train)[0])  # = the split's training nodes
+        if self.total_train == 0:
+            raise DataError(f"{job.store_path}: the split has no training nodes")
+
+    # --- collectives ---------------------------------------------------------------------------
+    def _all_reduce(self, tensor: torch.Tensor, op=None) -> torch.Tensor:
+        """All-reduce on this rank's device (NCCL needs CUDA tensors); result back on the CPU."""
+        if not self.distributed:
+            return tensor
+        on_device = tensor.to(self.device)
+        dist.all_reduce(on_device, op=op or dist.ReduceOp.SUM)
+        return on_device.cpu()
+
+    def _wait_for_device(self) -> None:
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+
+    # --- one batch -----------------------------------------------------------------------------
+    def _forward(self, part: TrainingPart, batch: SampledBatch) -> torch.Tensor:
+        x = torch.from_numpy(np.asarray(part.features[batch.n_id])).to(self.device)
+        blocks = [
+            Block(torch.from_numpy(b.edge_index).to(self.device), b.num_src, b.num_dst)
+            for b in batch.blocks
+        ]
+        return self.model(x, blocks)
+
+    def _loss(self, logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        if self.job.multilabel:
+            return F.binary_cross_entropy_with_logits(logits, target.float())
+        return F.cross_entropy(logits, target)
+
+    def _predict(self, logits: torch.Tensor) -> torch.Tensor:
+        return (logits > 0).to(torch.uint8) if self.job.multilabel else logits.argmax(dim=1)
+
+    # --- training ------------------------------------------------------------------------------
+    def train_epoch(self, part: TrainingPart, epoch: int) -> float:
+        """One pass over the partition's training nodes; returns the summed (not mean) loss."""
+        seed = self.settings.seed
+        self.model.train()
+        order = np.random.default_rng([seed % (1 << 63), epoch, part.index]).permutation(
+            part.split["train"]
+        )
+        torch.manual_seed(batch_seed(seed, epoch, part.index))  # dropout independent of the rank
+        loss_sum = 0.0
+        for start in range(0, len(order), self.settings.batch_size):
+            seeds = order[start : start + self.settings.batch_size]
+            batch = part.sampler.sample(seeds, batch_seed(seed, epoch, part.index, start))
+            logits = self._forward(part, batch)
+            loss = self._loss(logits, part.labels[torch.from_numpy(seeds)].to(self.device))
+            part.optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            part.optimizer.step()
+            loss_sum += loss.item() * len(seeds)
+        return loss_sum
+
+    def train_round(
+        self, first_epoch: int, length: int, compute: np.ndarray, losses: np.ndarray
+    ) -> tuple[list[State], list[float]]:
+        """Every partition trains `length` epochs from the averaged model; returns its states."""
+        states, weights = [], []
+        for part in self.parts:
+            if part.num_train == 0:
+                continue  # weight 0: it would not change the average
+            self.model.load_state_dict(self.global_state)
+            for offset in range(length):
+                epoch = first_epoch + offset
+                started = time.perf_counter()
+                losses[epoch] += self.train_epoch(part, epoch + 1)
+                self._wait_for_device()
+                compute[epoch] += time.perf_counter() - started
+            states.append(_clone(self.model.state_dict()))
+            weights.append(float(part.num_train))
+        return states, weights
+
+    def synchronise(self, states: list[State], weights: list[float]) -> float:
+        """Set the global model to the training-node-weighted average; returns seconds spent."""
+        if not self.distributed and self.job.book_path is None:
+            self.global_state = states[0] if states else self.global_state
+            self.model.load_state_dict(self.global_state)
+            return 0.0
+        if not states:  # a rank whose partitions hold no training nodes adds nothing
+            states, weights = [self.global_state], [0.0]
+        started = time.perf_counter()
+        self.global_state = all_reduce_average(
+            weighted_state_sum(states, weights), self.total_train
+        )
+        self._wait_for_device()
+        seconds = time.perf_counter() - started
+        self.model.load_state_dict(self.global_state)
+        return seconds
+
+    # --- evaluation ----------------------------------------------------------------------------
+    @torch.no_grad()
+    def evaluate(self) -> dict[str, tuple[float, float]]:
+        """Global (micro, macro) F1 of val and test over the nodes each rank owns.
+
+        Val and test nodes share batches: their neighbourhoods overlap, so one forward serves both.
+        """
+        self.model.eval()
+        counts = torch.zeros((len(EVAL_SPLITS), 3, self.job.num_classes), dtype=torch.int64)
+        for part in self.parts:
+            ids = np.concatenate([part.split[key] for key in EVAL_SPLITS])
+            tags = np.repeat(
+                np.arange(len(EVAL_SPLITS)), [len(part.split[key]) for key in EVAL_SPLITS]
+            )
+            for start in range(0, len(ids), self.settings.eval_batch_size):
+                chunk = ids[start : start + self.settings.eval_batch_size]
+                chunk_tags = tags[start : start + self.settings.eval_batch_size]
+                # unique seeds for the sampler (a node may sit in both splits of a custom dataset)
+                unique, inverse = np.unique(chunk, return_inverse=True)
+                logits = self._forward(part, part.eval_sampler.sample(unique, 0))
+                prediction = self._predict(logits).cpu()[torch.from_numpy(inverse)]
+                target = part.labels[torch.from_numpy(chunk)]
+                for s in range(len(EVAL_SPLITS)):
+                    mask = torch.from_numpy(chunk_tags == s)
+                    counts[s] += confusion_counts(
+                        prediction[mask], target[mask], self.job.num_classes
+                    )
+        counts = self._all_reduce(counts)
+        return {key: f1_scores(counts[s]) for s, key in enumerate(EVAL_SPLITS)}
+
+    # --- the run -------------------------------------------------------------------------------
+    def run(self) -> dict:
+        settings = self.settings
+        epochs = settings.epochs
+        compute = np.zeros(epochs)
+        losses = np.zeros(epochs)
+        sync_seconds = 0.0
+        evaluations: dict[int, dict[str, tuple[float, float]]] = {}
+        done = last_evaluated = 0
+        while done < epochs:
+            length = min(settings.sync_interval, epochs - done)
+            states, weights = self.train_round(done, length, compute, losses)
+            sync_seconds += self.synchronise(states, weights)
+            done += length
+            if (
+                done // settings.eval_every > last_evaluated // settings.eval_every
+                or done == epochs
+            ):
+                evaluations[done] = self.evaluate()
+                last_evaluated = done
+        return self._summary(compute, losses, sync_seconds, evaluations)
+
+    def _summary(self, compute, losses, sync_seconds, evaluations) -> dict:
+        """Times of the slowest rank, global mean losses, test F1 at the first best val F1."""
+        slowest = self._all_reduce(torch.from_numpy(compute), dist.ReduceOp.MAX).numpy()
+        losses = self._all_reduce(torch.from_numpy(losses)).numpy() / self.total_train
+        sync = self._all_reduce(
+            torch.tensor([sync_seconds], dtype=torch.float64), dist.ReduceOp.MAX
+        )
+        best_epoch = max(evaluations, key=lambda epoch: evaluations[epoch]["val"][0])
+        best = evaluations[best_epoch]
+        history = []
+        for epoch, loss in enumerate(losses, start=1):
+            val = evaluations[epoch]["val"][0] if epoch in evaluations else None
+            history.append({"epoch": epoch, "train_loss": float(loss), "val_f1_micro": val})
+        return {
+            "epoch_time_s": float(slowest.mean()),
+            "sync_time_s": float(sync[0]),
+            "val_f1_micro": float(best["val"][0]),
+            "test_f1_micro": float(best["test"][0]),
+            "test_f1_macro": float(best["test"][1]),
+            "best_epoch": int(best_epoch),
+            "num_epochs": int(self.settings.epochs),
+            "world_size": int(self.world_size),
+            "device": self.device.type,
+            "history": history,
+        }

@@ -1,0 +1,224 @@
+"""Training stage: sampler, F1, model averaging, and whole runs (centralized and model_avg)."""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from gnnbench.data.builder import GraphStoreBuilder
+from gnnbench.data.graph_ops import csr_from_edges
+from gnnbench.data.store import GraphStore
+from gnnbench.errors import ConfigError
+from gnnbench.train.metrics import confusion_counts, f1_scores
+from gnnbench.train.models import MODELS
+from gnnbench.train.runner import check_training_config, run_training
+from gnnbench.train.sampler import ALL_NEIGHBOURS, NeighbourSampler, batch_seed
+from gnnbench.train.sync import all_reduce_average, weighted_state_sum
+
+RESULT_KEYS = {
+    "epoch_time_s", "sync_time_s", "val_f1_micro", "test_f1_micro", "test_f1_macro",
+    "num_epochs", "num_workers", "world_size", "device", "history",
+}  # fmt: skip
+SAGE = {"name": "sage", "layers": 2, "hidden": 32, "dropout": 0.5}
+FAST = {"epochs": 3, "fanouts": [5, 5], "batch_size": 64, "timeout_s": 120}
+
+
+def community_store(
+    path: Path, num_nodes: int = 300, classes: int = 3, multilabel: bool = False
+) -> GraphStore:
+    """A small stochastic-block graph whose features carry a weak class signal."""
+    rng = np.random.default_rng(0)
+    label = rng.integers(0, classes, num_nodes)
+    sources = rng.integers(0, num_nodes, 6 * num_nodes)
+    by_class = np.argsort(label, kind="stable")
+    first = np.searchsorted(label[by_class], np.arange(classes))
+    source_class = label[sources[: 4 * num_nodes]]  # 2/3 of the edges stay inside a class
+    offset = rng.integers(0, np.bincount(label, minlength=classes)[source_class])
+    same_class = by_class[first[source_class] + offset]
+    targets = np.concatenate([same_class, rng.integers(0, num_nodes, 2 * num_nodes)])
+    features = np.eye(classes)[label] + rng.normal(0, 1.5, (num_nodes, classes))
+    with GraphStoreBuilder(path, "community", "test") as builder:
+        builder.set_num_nodes(num_nodes)
+        builder.add_edges(np.stack([sources, targets], axis=1), origin="test")
+        builder.set_features(np.hstack([features, rng.normal(size=(num_nodes, 5))]))
+        labels = np.eye(classes, dtype=np.uint8)[label] if multilabel else label
+        builder.set_labels(labels, multilabel=multilabel)
+        builder.finish()
+    return GraphStore(path)
+
+
+@pytest.fixture(scope="module")
+def graph(tmp_path_factory):
+    """(store, book path with p=2) shared by the run tests; the book is built by the real stage."""
+    from gnnbench.partition.stage import run_partition_stage
+
+    root = tmp_path_factory.mktemp("train")
+    store = community_store(root / "store")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("GNNBENCH_HOME", str(root / "home"))
+        book, _ = run_partition_stage(store, {"name": "hash", "hops": 1}, 2, 0)
+    return store, book.path
+
+
+def random_csr(num_nodes: int = 60, num_edges: int = 400, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    edges = rng.integers(0, num_nodes, (num_edges, 2))
+    edges = np.unique(np.sort(edges[edges[:, 0] != edges[:, 1]], axis=1), axis=0)
+    return csr_from_edges(edges, num_nodes)
+
+
+# --- sampler -------------------------------------------------------------------------------------
+def test_sampler_blocks_are_valid_samples():
+    indptr, indices = random_csr()
+    fanouts = [3, 2]
+    seeds = np.array([5, 0, 17, 42])
+    batch = NeighbourSampler(indptr, indices.astype(np.int32), fanouts).sample(seeds, 7)
+    assert np.array_equal(batch.n_id[: len(seeds)], seeds)
+    assert len(np.unique(batch.n_id)) == len(batch.n_id)
+    assert batch.blocks[-1].num_dst == len(seeds) and batch.blocks[0].num_src == len(batch.n_id)
+    edges = {(u, v) for u in range(len(indptr) - 1) for v in indices[indptr[u] : indptr[u + 1]]}
+    # blocks are in model order: blocks[-1] is the hop nearest the seeds, sampled with fanouts[0]
+    for block, fanout in zip(batch.blocks, reversed(fanouts), strict=True):
+        src, dst = block.edge_index
+        assert (
+            block.num_dst <= block.num_src
+            and src.max() < block.num_src
+            and dst.max() < block.num_dst
+        )
+        degree = np.diff(indptr)[batch.n_id[: block.num_dst]]
+        assert np.array_equal(np.bincount(dst, minlength=block.num_dst), np.minimum(degree, fanout))
+        pairs = set(zip(batch.n_id[dst].tolist(), batch.n_id[src].tolist(), strict=True))
+        assert len(pairs) == len(src) and pairs <= edges  # without replacement, real edges only
+    assert batch.blocks[0].num_dst == batch.blocks[1].num_src  # dst of a layer = src of the next
+
+
+def same_blocks(first, second) -> bool:
+    pairs = zip(first.blocks, second.blocks, strict=True)
+    return all(np.array_equal(a.edge_index, b.edge_index) for a, b in pairs)
+
+
+def test_sampler_is_deterministic_and_takes_all_with_minus_one():
+    indptr, indices = random_csr()
+    sampler = NeighbourSampler(indptr, indices, [4, 4])
+    seeds = np.arange(10)
+    first, again = sampler.sample(seeds, 1), sampler.sample(seeds, 1)
+    assert same_blocks(first, again) and np.array_equal(first.n_id, again.n_id)
+    assert not same_blocks(first, sampler.sample(seeds, 2))
+    full = NeighbourSampler(indptr, indices, [ALL_NEIGHBOURS]).sample(seeds, 0)
+    assert full.blocks[0].edge_index.shape[1] == int(np.diff(indptr)[seeds].sum())
+    assert batch_seed(0, 1, 2, 3) == batch_seed(0, 1, 2, 3) != batch_seed(0, 1, 2, 4)
+
+
+def test_sampler_rejects_duplicate_seeds_and_stays_usable():
+    indptr, indices = random_csr()
+    sampler = NeighbourSampler(indptr, indices, [2])
+    with pytest.raises(ValueError, match="unique"):
+        sampler.sample(np.array([3, 4, 3]), 0)
+    assert np.array_equal(sampler.sample(np.array([4, 3]), 0).n_id[:2], [4, 3])
+
+
+# --- metrics and averaging -----------------------------------------------------------------------
+def test_f1_from_counts_matches_hand_computation():
+    target = torch.tensor([0, 0, 1, 1, 2, 2])
+    prediction = torch.tensor([0, 1, 1, 1, 0, 2])
+    counts = confusion_counts(prediction, target, num_classes=4)  # class 3 never occurs
+    assert counts.tolist() == [[1, 2, 1, 0], [1, 1, 0, 0], [1, 0, 1, 0]]
+    micro, macro = f1_scores(counts)
+    assert micro == pytest.approx(4 / 6)  # accuracy
+    assert macro == pytest.approx((2 / 4 + 4 / 5 + 2 / 3) / 3)  # per-class 2TP/(2TP+FP+FN)
+    multi = confusion_counts(torch.tensor([[1, 0], [1, 1]]), torch.tensor([[1, 1], [0, 1]]), 2)
+    assert multi.tolist() == [[1, 1], [1, 0], [0, 1]]
+    assert f1_scores(multi) == pytest.approx((4 / 6, (2 / 3 + 2 / 3) / 2))
+
+
+def test_weighted_average_of_two_states():
+    first = {"w": torch.tensor([1.0, 2.0]), "steps": torch.tensor(7)}
+    second = {"w": torch.tensor([5.0, 10.0]), "steps": torch.tensor(9)}
+    averaged = all_reduce_average(weighted_state_sum([first, second], [1.0, 3.0]), total_weight=4.0)
+    assert torch.allclose(averaged["w"], torch.tensor([4.0, 8.0]))
+    assert int(averaged["steps"]) == 7  # integer buffers are not averaged
+
+
+def test_models_are_registered():
+    assert {"sage", "mlp"} <= set(MODELS.names())
+
+
+# --- whole runs ----------------------------------------------------------------------------------
+def check_result(result: dict, epochs: int) -> None:
+    assert RESULT_KEYS <= set(result)
+    assert [entry["epoch"] for entry in result["history"]] == list(range(1, epochs + 1))
+    assert all(entry["val_f1_micro"] is not None for entry in result["history"])
+    assert 0 <= result["test_f1_macro"] <= 1 and 0 <= result["test_f1_micro"] <= 1
+    assert result["epoch_time_s"] > 0
+
+
+@pytest.mark.parametrize("model", ["sage", "mlp"])
+def test_centralized_run(graph, model):
+    store, _ = graph
+    result = run_training(
+        store.path, None, {"mode": "centralized", **FAST}, {**SAGE, "name": model}, 1, 1, 0
+    )
+    check_result(result, 3)
+    assert result["sync_time_s"] == 0 and result["world_size"] == 1
+    assert result["history"][-1]["train_loss"] < result["history"][0]["train_loss"]
+
+
+def test_centralized_multilabel(tmp_path):
+    store = community_store(tmp_path / "multi", num_nodes=120, multilabel=True)
+    result = run_training(
+        store.path, None, {"mode": "centralized", **FAST, "epochs": 2}, SAGE, 1, 1, 0
+    )
+    check_result(result, 2)
+
+
+@pytest.mark.distributed
+def test_model_avg_two_workers_matches_one_worker(graph):
+    """Each partition trains from the same averaged model with seeds of its own, so the run does
+    not depend on which rank trains which partition (up to float rounding of thread counts)."""
+    store, book = graph
+    train = {"mode": "model_avg", **FAST, "epochs": 4}
+    two = run_training(store.path, book, train, SAGE, 2, 2, 0)
+    assert RESULT_KEYS <= set(two) and two["world_size"] == 2 and two["sync_time_s"] > 0
+    assert [e["val_f1_micro"] is not None for e in two["history"]] == [False, True, False, True]
+    one = run_training(store.path, book, train, SAGE, 1, 2, 0)
+    losses = [[e["train_loss"] for e in run["history"]] for run in (one, two)]
+    assert np.allclose(losses[0], losses[1], rtol=1e-3)
+
+
+def test_more_workers_than_partitions_is_one_line(graph):
+    store, book = graph
+    with pytest.raises(ConfigError, match=r"^num_gpus=3 is larger than p=2$"):
+        run_training(store.path, book, {"mode": "model_avg", **FAST}, SAGE, 3, 1, 0)
+    with pytest.raises(ConfigError, match="train.fanouts"):
+        run_training(store.path, None, {"mode": "centralized", "fanouts": [5]}, SAGE, 1, 1, 0)
+    with pytest.raises(ConfigError, match=r"^train.lr: expected a number > 0"):
+        check_training_config({"mode": "model_avg", "lr": 0}, SAGE, 2, 4, 1, 0)
+    check_training_config({"mode": "centralized"}, SAGE, 8, 4, 1, 0)  # workers unused: fine
+
+
+@pytest.mark.distributed
+def test_failing_worker_fails_the_run_fast(graph, tmp_path):
+    store, book = graph
+    broken = tmp_path / "book"
+    shutil.copytree(book, broken)
+    (broken / "part-1" / "indptr.npy").unlink()  # rank 1 fails while rank 0 waits in a collective
+
+    def hung(signum, frame):
+        raise TimeoutError("run_training did not return within 60 s")
+
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(60)
+    started = time.monotonic()
+    try:
+        with pytest.raises(RuntimeError, match=r"^worker 1 failed: FileNotFoundError"):
+            run_training(store.path, broken, {"mode": "model_avg", **FAST}, SAGE, 2, 1, 0)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    assert time.monotonic() - started < 30
