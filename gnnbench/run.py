@@ -30,6 +30,18 @@ def _check_axes(config: Mapping[str, Any]) -> None:
 def run(config: Mapping[str, Any], resolved_yaml: str) -> dict[str, Any]:
     """Run every stage of one job and return its headline metrics."""
     _check_axes(config)
+    training = config["train"].get("mode", "none") != "none"
+    if training:  # impossible training configs fail before any data is prepared
+        from gnnbench.train.runner import check_training_config
+
+        check_training_config(
+            config["train"],
+            config["model"],
+            config["num_gpus"],
+            config["p"],
+            config["sync_interval"],
+            config["seed"],
+        )
     summary: dict[str, Any] = {}
     with mlflow_run(config, resolved_yaml) as tracker:
         started = time.perf_counter()
@@ -56,7 +68,7 @@ def run(config: Mapping[str, Any], resolved_yaml: str) -> dict[str, Any]:
             book.metrics["edge_cut"], book.metrics["partition_peak_mb"], " (cached)" if cached else "",
         )  # fmt: skip
 
-        if config["train"].get("mode", "none") != "none":
+        if training:
             from gnnbench.train.runner import run_training
 
             result = run_training(
