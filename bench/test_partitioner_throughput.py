@@ -1,0 +1,60 @@
+"""Partition throughput of every registered partitioner on a power-law graph of >= 5 M edges.
+
+    pytest bench/test_partitioner_throughput.py --benchmark-json=.benchmarks/throughput.json
+
+Each result carries `degree_passes`: its median time over the median time of one compiled degree
+pass over the same edges, measured in the same run. Target (issue 3): SPRING <= 6 degree passes.
+"""
+
+from __future__ import annotations
+
+import pytest
+from omegaconf import OmegaConf
+
+from gnnbench.partition.base import PARTITIONERS, algorithm_params
+from gnnbench.paths import REPO_ROOT
+
+from .conftest import degree_pass_seconds, make_power_law_store
+
+THROUGHPUT_EDGES = 5_000_000
+P = 8
+
+
+def partitioner_config(name: str) -> dict:
+    return OmegaConf.to_container(
+        OmegaConf.load(REPO_ROOT / "conf" / "partitioner" / f"{name}.yaml")
+    )
+
+
+@pytest.fixture(scope="module")
+def large_store():
+    store = make_power_law_store(THROUGHPUT_EDGES)
+    assert store.num_edges >= THROUGHPUT_EDGES
+    return store
+
+
+@pytest.fixture(scope="module")
+def degree_pass(large_store) -> float:
+    return degree_pass_seconds(large_store)
+
+
+@pytest.mark.parametrize("name", PARTITIONERS.names())
+def test_throughput(benchmark, name, large_store, degree_pass):
+    partition_fn = PARTITIONERS.get(name)
+    params = algorithm_params(partitioner_config(name))
+    if hasattr(partition_fn, "prepare_store"):
+        partition_fn.prepare_store(large_store)
+    result = benchmark.pedantic(
+        partition_fn, args=(large_store, P, 0, params), rounds=3, warmup_rounds=1
+    )
+    assert result.owner.shape == (large_store.num_nodes,)
+    median = benchmark.stats.stats.median
+    benchmark.extra_info.update(
+        edges=large_store.num_edges,
+        edges_per_s=large_store.num_edges / median,
+        degree_pass_s=degree_pass,
+        degree_passes=median / degree_pass,
+    )
+    print(
+        f"\n{name}: {median:.3f} s = {median / degree_pass:.2f} degree passes, {large_store.num_edges / median / 1e6:.1f} M edges/s"
+    )
