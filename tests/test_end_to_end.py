@@ -122,3 +122,36 @@ def test_sweep_failure_goes_on(tmp_path, gnnbench_home):
     _, found = runs(tmp_path)
     assert sorted(r.info.status for r in found) == ["FAILED", "FINISHED"]
     assert np.isfinite([r.data.metrics.get("edge_cut", 0) for r in found]).all()
+
+
+@pytest.mark.slow
+@pytest.mark.distributed
+def test_cora_model_avg_matches_centralized(tmp_path, gnnbench_home):
+    for train in ("model_avg", "centralized"):
+        completed = gnnbench(
+            tmp_path, "dataset=cora", "partitioner=spring", "p=4", "num_gpus=2", f"train={train}"
+        )
+        assert completed.returncode == 0, completed.stderr[-3000:]
+    _, found = runs(tmp_path)
+    by_mode = {r.data.params["train.mode"]: r.data.metrics for r in found}
+    assert 1 < by_mode["model_avg"]["replication_factor"] < 4
+    assert by_mode["centralized"]["test_f1_micro"] >= 0.75
+    assert (
+        abs(by_mode["model_avg"]["test_f1_micro"] - by_mode["centralized"]["test_f1_micro"]) <= 0.05
+    )
+
+
+def test_spring_beats_hash_on_amazon_cs(gnnbench_home, tmp_path):
+    from gnnbench.data.datasets import prepare_dataset
+    from gnnbench.partition.algorithms.hash import hash_partition
+    from gnnbench.partition.algorithms.spring import spring
+    from gnnbench.partition.gnn_ready import build_partitions
+
+    store = prepare_dataset({"name": "amazon_cs", "source": "npz", "path": "npz/amazon_cs.npz"})
+    factors = {}
+    for name, partition in (("spring", spring), ("hash", hash_partition)):
+        out = tmp_path / name
+        out.mkdir()
+        owner = partition(store, 8, 0, {}).owner
+        factors[name] = build_partitions(store, owner, 8, out)["replication_factor"]
+    assert factors["spring"] < factors["hash"]
