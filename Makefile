@@ -3,7 +3,7 @@ VENV ?= .venv
 PYTHON := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: install run test lint clean
+.PHONY: install run test bench bench-baselines lint clean
 
 install: $(VENV)/.installed
 
@@ -18,6 +18,13 @@ run: install  ## install, then run the default benchmark (synthetic dataset, SPR
 
 test: install  ## install, then run the whole test suite
 	$(PYTHON) -m pytest $(PYTEST_ARGS)
+
+bench: install  ## regression gates: quality + speed vs bench/baselines/*.json; JSON history in .benchmarks/
+	mkdir -p .benchmarks
+	$(PYTHON) -m pytest bench -m "not slow" --benchmark-json=.benchmarks/latest.json $(PYTEST_ARGS)
+
+bench-baselines: install  ## accept the current figures as the new baselines (review the git diff)
+	$(PYTHON) -m pytest bench -m "not slow" --update-baselines $(PYTEST_ARGS)
 
 lint: install
 	$(VENV)/bin/ruff check gnnbench tests bench

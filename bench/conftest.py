@@ -7,7 +7,6 @@ measured in the same run: these machines are noisy, a ratio of two timings taken
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
 
 import pytest
@@ -15,6 +14,9 @@ import pytest
 from gnnbench.data.datasets import prepare_dataset
 from gnnbench.data.graph_ops import streaming_degree
 from gnnbench.data.store import GraphStore
+from gnnbench.track.gates import BaselineFile, Gate, failures, median_seconds, table
+
+BASELINES = Path(__file__).resolve().parent / "baselines"
 
 BENCH_HOME = Path(
     os.environ.get(
@@ -53,12 +55,64 @@ def make_power_law_store(num_edges: int) -> GraphStore:
     return prepare_dataset(power_law_config(num_edges))
 
 
-def degree_pass_seconds(store: GraphStore, rounds: int = 5) -> float:
+def degree_pass_seconds(store: GraphStore, rounds: int = 9) -> float:
     """Median time of one compiled random-access degree pass over the store's edge stream."""
     streaming_degree(store.edge_stream(), store.num_nodes)  # compile / warm the page cache
-    times = []
-    for _ in range(rounds):
-        started = time.perf_counter()
-        streaming_degree(store.edge_stream(), store.num_nodes)
-        times.append(time.perf_counter() - started)
-    return sorted(times)[len(times) // 2]
+    return median_seconds(lambda: streaming_degree(store.edge_stream(), store.num_nodes), rounds)
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--update-baselines",
+        action="store_true",
+        help="write the measured figures into bench/baselines/*.json instead of gating on them",
+    )
+
+
+class GateRecorder:
+    """Collects the gated figures of one baseline file; fails a test on regression."""
+
+    def __init__(self, baseline: BaselineFile, update: bool):
+        self.baseline = baseline
+        self.update = update
+        self.gates: list[Gate] = []
+        self.measured: dict[str, float] = {}
+
+    def check(self, figures: dict[str, float], kind: str) -> None:
+        gates = [self.baseline.gate(key, value, kind) for key, value in figures.items()]
+        self.gates += gates
+        self.measured.update(figures)
+        regressions = failures(gates)
+        if regressions and not self.update:
+            pytest.fail("regression: " + "; ".join(regressions), pytrace=False)
+
+
+def _recorder(request, name: str) -> GateRecorder:
+    update = request.config.getoption("--update-baselines")
+    recorder = GateRecorder(BaselineFile(BASELINES / f"{name}.json"), update)
+    request.config.stash.setdefault(_RECORDERS, []).append((name, recorder))
+    yield recorder
+    if update:
+        recorder.baseline.write(recorder.measured)
+
+
+_RECORDERS = pytest.StashKey[list]()
+
+
+@pytest.fixture(scope="session")
+def quality_gates(request):
+    yield from _recorder(request, "quality")
+
+
+@pytest.fixture(scope="session")
+def speed_gates(request):
+    yield from _recorder(request, "speed")
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    for name, recorder in config.stash.get(_RECORDERS, []):
+        if recorder.gates:
+            terminalreporter.section(f"gnnbench {name} gates ({recorder.baseline.path.name})")
+            terminalreporter.write_line(table(recorder.gates))
+            if recorder.update:
+                terminalreporter.write_line(f"baseline written: {recorder.baseline.path}")

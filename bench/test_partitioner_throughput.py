@@ -1,9 +1,8 @@
 """Partition throughput of every registered partitioner on a power-law graph of >= 5 M edges.
 
-    pytest bench/test_partitioner_throughput.py --benchmark-json=.benchmarks/throughput.json
-
 Each result carries `degree_passes`: its median time over the median time of one compiled degree
-pass over the same edges, measured in the same run. Target (issue 3): SPRING <= 6 degree passes.
+pass over the same edges, measured in the same run. That ratio is the speed gate: more than
+SPEED_MAX_FACTOR x the committed ratio in bench/baselines/speed.json fails.
 """
 
 from __future__ import annotations
@@ -11,8 +10,10 @@ from __future__ import annotations
 import pytest
 from omegaconf import OmegaConf
 
+from gnnbench.data.graph_ops import streaming_degree
 from gnnbench.partition.base import PARTITIONERS, algorithm_params
 from gnnbench.paths import REPO_ROOT
+from gnnbench.track.gates import paired_ratio
 
 from .conftest import degree_pass_seconds, make_power_law_store
 
@@ -39,7 +40,7 @@ def degree_pass(large_store) -> float:
 
 
 @pytest.mark.parametrize("name", PARTITIONERS.names())
-def test_throughput(benchmark, name, large_store, degree_pass):
+def test_throughput(benchmark, name, large_store, degree_pass, speed_gates):
     partition_fn = PARTITIONERS.get(name)
     params = algorithm_params(partitioner_config(name))
     if hasattr(partition_fn, "prepare_store"):
@@ -55,6 +56,9 @@ def test_throughput(benchmark, name, large_store, degree_pass):
         degree_pass_s=degree_pass,
         degree_passes=median / degree_pass,
     )
-    print(
-        f"\n{name}: {median:.3f} s = {median / degree_pass:.2f} degree passes, {large_store.num_edges / median / 1e6:.1f} M edges/s"
+    ratio = paired_ratio(
+        lambda: partition_fn(large_store, P, 0, params),
+        lambda: streaming_degree(large_store.edge_stream(), large_store.num_nodes),
     )
+    benchmark.extra_info["paired_degree_passes"] = ratio
+    speed_gates.check({f"{name}/powerlaw-5M/p{P}/degree_passes": ratio}, "speed")

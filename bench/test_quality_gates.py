@@ -1,0 +1,68 @@
+"""Quality gates: deterministic partition metrics and a short seeded training run's F1.
+
+Every registered partitioner on a fixed set of small graphs at p=4 with seed 0; replication
+factor, edge cut and vertex balance worse by more than 1% than bench/baselines/quality.json fails,
+naming partitioner, graph, p and both values.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+
+from gnnbench.data.datasets import prepare_dataset
+from gnnbench.partition.base import PARTITIONERS, algorithm_params
+from gnnbench.partition.gnn_ready import build_partitions
+
+from .test_partitioner_throughput import partitioner_config
+
+P = 4
+GATED_METRICS = ("replication_factor", "edge_cut", "vertex_balance")
+GRAPHS = {
+    "cora": {"name": "cora", "source": "planetoid", "path": "planetoid", "planetoid_name": "cora"},
+    "citeseer": {
+        "name": "citeseer",
+        "source": "planetoid",
+        "path": "planetoid",
+        "planetoid_name": "citeseer",
+    },
+    "3elt": {"name": "3elt", "source": "metis_graph", "path": "walshaw/graphs/3elt.graph"},
+    "synthetic": {
+        "name": "synthetic-gate",
+        "source": "synthetic",
+        "num_nodes": 5000,
+        "avg_degree": 8,
+        "seed": 3,
+    },
+}
+
+
+@functools.cache
+def gate_store(graph: str):
+    return prepare_dataset(GRAPHS[graph])
+
+
+def partition_quality(name: str, graph: str, out_dir) -> dict[str, float]:
+    """The gated metrics of one partitioner on one graph (in-process, same code as a run)."""
+    store = gate_store(graph)
+    partition_fn = PARTITIONERS.get(name)
+    result = partition_fn(store, P, 0, algorithm_params(partitioner_config(name)))
+    metrics = build_partitions(store, result.owner, P, out_dir)
+    return {f"{name}/{graph}/p{P}/{metric}": metrics[metric] for metric in GATED_METRICS}
+
+
+@pytest.mark.parametrize("graph", GRAPHS)
+@pytest.mark.parametrize("name", PARTITIONERS.names())
+def test_partition_quality(name, graph, quality_gates, tmp_path):
+    quality_gates.check(partition_quality(name, graph, tmp_path), "lower")
+
+
+def test_training_f1(quality_gates, tmp_path):
+    from gnnbench.train.runner import run_training
+
+    store = gate_store("cora")
+    train = {"mode": "centralized", "epochs": 10}
+    model = {"name": "sage", "layers": 2, "hidden": 256, "dropout": 0.5}
+    result = run_training(store.path, None, train, model, 1, 1, 0)
+    quality_gates.check({"sage-centralized/cora/test_f1_micro": result["test_f1_micro"]}, "higher")

@@ -1,0 +1,115 @@
+"""Regression gates: figures measured now against a committed baseline file.
+
+Quality figures (replication factor, edge cut, balance) are deterministic for fixed seeds, so they
+are gated tightly (relative tolerance). F1 of a short seeded training run is gated within an
+absolute band. Speed is gated as a ratio to a reference measured in the same run (one compiled
+degree pass), and only a large regression fails, because these machines swing by +-50%.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+QUALITY_REL_TOL = 0.01  # RF, edge cut, balance: worse by more than 1% fails
+F1_ABS_TOL = 0.02  # test F1: lower by more than 0.02 fails
+SPEED_MAX_FACTOR = 1.5  # ratio to the degree pass: more than 1.5x the committed ratio fails
+
+
+@dataclass(frozen=True)
+class Gate:
+    """One gated figure: its key (partitioner/graph/p/metric), values and verdict."""
+
+    key: str
+    baseline: float | None
+    now: float
+    kind: str  # "lower" (quality), "higher" (F1) or "speed"
+
+    @property
+    def change(self) -> float | None:
+        if self.baseline in (None, 0):
+            return None
+        return self.now / self.baseline - 1.0
+
+    @property
+    def passed(self) -> bool:
+        if self.baseline is None:
+            return True  # new figure: nothing to regress against until the baseline is refreshed
+        if self.kind == "lower":
+            return self.now <= self.baseline * (1 + QUALITY_REL_TOL) + 1e-12
+        if self.kind == "higher":
+            return self.now >= self.baseline - F1_ABS_TOL
+        return self.now <= self.baseline * SPEED_MAX_FACTOR
+
+    def message(self) -> str:
+        limit = {
+            "lower": f"tolerance {QUALITY_REL_TOL:.0%} relative",
+            "higher": f"tolerance {F1_ABS_TOL} absolute",
+            "speed": f"limit {SPEED_MAX_FACTOR}x the baseline ratio",
+        }[self.kind]
+        change = "" if self.change is None else f" ({self.change:+.1%})"
+        return f"{self.key}: baseline {self.baseline:.6g}, now {self.now:.6g}{change}; {limit}"
+
+
+class BaselineFile:
+    """A JSON map key -> value under bench/baselines/, rewritten sorted so diffs show what moved."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self.values: dict[str, float] = (
+            json.loads(self.path.read_text()) if self.path.is_file() else {}
+        )
+
+    def gate(self, key: str, now: float, kind: str) -> Gate:
+        return Gate(key, self.values.get(key), float(now), kind)
+
+    def write(self, measured: dict[str, float]) -> None:
+        merged = {**self.values, **measured}
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.write_text(json.dumps(merged, indent=2, sort_keys=True) + "\n")
+        self.values = merged
+
+
+def failures(gates: Iterable[Gate]) -> list[str]:
+    return [gate.message() for gate in gates if not gate.passed]
+
+
+def table(gates: Iterable[Gate]) -> str:
+    """Every gated figure with baseline, now and change, worst first within each verdict."""
+    rows = ["figure | baseline | now | change | verdict", "--- | --- | --- | --- | ---"]
+    for gate in sorted(gates, key=lambda g: (g.passed, g.key)):
+        baseline = "new" if gate.baseline is None else f"{gate.baseline:.6g}"
+        change = "" if gate.change is None else f"{gate.change:+.1%}"
+        verdict = "ok" if gate.passed else "REGRESSED"
+        rows.append(f"{gate.key} | {baseline} | {gate.now:.6g} | {change} | {verdict}")
+    return "\n".join(rows)
+
+
+def median_seconds(work: Callable[[], object], rounds: int) -> float:
+    times = []
+    for _ in range(rounds):
+        started = time.perf_counter()
+        work()
+        times.append(time.perf_counter() - started)
+    return sorted(times)[len(times) // 2]
+
+
+def paired_ratio(
+    work: Callable[[], object], reference: Callable[[], object], rounds: int = 5
+) -> float:
+    """Median over rounds of time(work) / time(reference), each round timing both back to back.
+
+    Pairing cancels slow drifts of machine load that separate medians would not; each side is
+    repeated (an odd number of times, median taken) until it spans about 0.1 s, so short jobs are
+    not timed at the clock's noise floor.
+    """
+    repeats = [max(1, round(0.1 / median_seconds(job, 1))) for job in (reference, work)]
+    ratios = []
+    for _ in range(rounds):
+        reference_seconds = median_seconds(reference, repeats[0] | 1)
+        work_seconds = median_seconds(work, repeats[1] | 1)
+        ratios.append(work_seconds / reference_seconds)
+    return sorted(ratios)[len(ratios) // 2]
