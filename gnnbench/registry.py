@@ -35,6 +35,13 @@ class Registry(Generic[T]):
 
         return decorate
 
+    def override(self, name: str, obj: T) -> T:
+        """Replace a registered implementation (for plugins and planted-regression tests)."""
+        self._discover()
+        previous = self.get(name)
+        self._items[name] = obj
+        return previous
+
     def _discover(self) -> None:
         if self._discovered:
             return

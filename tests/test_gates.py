@@ -1,0 +1,63 @@
+"""The regression gates: comparisons, and planted regressions that must turn the bench red."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gnnbench.track.gates import BaselineFile, Gate, failures, table
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_gate_verdicts():
+    assert Gate("rf", 2.0, 2.019, "lower").passed
+    assert not Gate("rf", 2.0, 2.03, "lower").passed
+    assert Gate("rf", 2.0, 1.5, "lower").passed  # an improvement passes
+    assert not Gate("f1", 0.80, 0.77, "higher").passed
+    assert Gate("f1", 0.80, 0.79, "higher").passed
+    assert Gate("speed", 10.0, 14.9, "speed").passed
+    assert not Gate("speed", 10.0, 15.1, "speed").passed
+    assert Gate("new", None, 3.0, "lower").passed
+
+
+def test_baseline_file_round_trip_and_table(tmp_path):
+    baseline = BaselineFile(tmp_path / "quality.json")
+    baseline.write({"b": 2.0, "a": 1.0})
+    assert (tmp_path / "quality.json").read_text().index('"a"') < (
+        tmp_path / "quality.json"
+    ).read_text().index('"b"')
+    gates = [BaselineFile(tmp_path / "quality.json").gate("a", 1.5, "lower")]
+    assert failures(gates) == ["a: baseline 1, now 1.5 (+50.0%); tolerance 1% relative"]
+    assert "REGRESSED" in table(gates)
+
+
+def run_bench_with_plant(
+    plant: str, selection: str, bench_file: str
+) -> subprocess.CompletedProcess:
+    env = {**os.environ, "GNNBENCH_PLANT": plant, "PYTHONPATH": str(REPO / "tests")}
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "planted_regression", f"bench/{bench_file}", "-k", selection,
+         "-q", "-p", "no:cacheprovider"],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+
+
+@pytest.mark.slow
+def test_scrambled_partitioner_trips_quality_gate():
+    completed = run_bench_with_plant("quality", "spring and cora", "test_quality_gates.py")
+    assert completed.returncode == 1, completed.stdout[-2000:]
+    assert "regression: spring/cora/p4/replication_factor: baseline" in completed.stdout
+    assert "REGRESSED" in completed.stdout
+
+
+@pytest.mark.slow
+def test_slowed_partitioner_trips_speed_gate():
+    completed = run_bench_with_plant("speed", "spring", "test_partitioner_throughput.py")
+    assert completed.returncode == 1, completed.stdout[-2000:]
+    assert "regression: spring/powerlaw-5M/p8/degree_passes: baseline" in completed.stdout
+    assert "1.5x the baseline ratio" in completed.stdout
