@@ -29,6 +29,34 @@ def add_replica(replicas, v, part):
 
 
 @numba.njit(cache=True, inline="always")
+def place_edge(replicas, load, u, v, part):
+    """Put edge (u, v) in `part`: both endpoints gain a replica there, the part one edge."""
+    add_replica(replicas, u, part)
+    add_replica(replicas, v, part)
+    load[part] += 1
+
+
+@numba.njit(cache=True, inline="always")
+def load_extremes(load):
+    """(max, min) of the per-part edge loads, for the balance terms of HDRF and greedy."""
+    max_load = load[0]
+    min_load = load[0]
+    for part in range(1, load.shape[0]):
+        max_load = max(max_load, load[part])
+        min_load = min(min_load, load[part])
+    return max_load, min_load
+
+
+def chunks_with_offsets(stream):
+    """(index of the chunk's first edge, chunk) over one pass: seeded tie-breaks hash the edge
+    index, so results do not depend on the chunk size."""
+    first = 0
+    for chunk in stream:
+        yield first, chunk
+        first += chunk.shape[0]
+
+
+@numba.njit(cache=True, inline="always")
 def _popcount(word):
     count = 0
     while word:

@@ -22,9 +22,9 @@ import numpy as np
 from gnnbench.data.store import DEFAULT_CHUNK_EDGES, GraphStore
 from gnnbench.partition.base import PARTITIONERS, PartitionResult
 from gnnbench.partition.edge_partition import (
-    add_replica,
     edge_load_stats,
     new_replicas,
+    place_edge,
     result_from_replicas,
 )
 from gnnbench.partition.hashing import hash_id
@@ -41,9 +41,7 @@ def _dbh_chunk(edges, degree, replicas, load, seed):
         else:
             w = v
         part = np.int64(hash_id(w, seed) % p)
-        add_replica(replicas, u, part)
-        add_replica(replicas, v, part)
-        load[part] += 1
+        place_edge(replicas, load, u, v, part)
 
 
 @PARTITIONERS.register("dbh")

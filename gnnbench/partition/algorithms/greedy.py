@@ -24,11 +24,13 @@ import numpy as np
 from gnnbench.data.store import DEFAULT_CHUNK_EDGES, GraphStore
 from gnnbench.partition.base import PARTITIONERS, PartitionResult
 from gnnbench.partition.edge_partition import (
-    add_replica,
     argmax_tiebreak,
+    chunks_with_offsets,
     edge_load_stats,
     has_replica,
+    load_extremes,
     new_replicas,
+    place_edge,
     result_from_replicas,
 )
 from gnnbench.partition.hashing import hash_id
@@ -41,11 +43,7 @@ def _greedy_chunk(edges, first_index, replicas, load, seed):
     for k in range(edges.shape[0]):
         u = edges[k, 0]
         v = edges[k, 1]
-        max_load = load[0]
-        min_load = load[0]
-        for part in range(1, p):
-            max_load = max(max_load, load[part])
-            min_load = min(min_load, load[part])
+        max_load, min_load = load_extremes(load)
         for part in range(p):
             both = 0.0
             if has_replica(replicas, u, part):
@@ -54,9 +52,7 @@ def _greedy_chunk(edges, first_index, replicas, load, seed):
                 both += 1.0
             scores[part] = both + (max_load - load[part]) / (1.0 + max_load - min_load)
         best = argmax_tiebreak(scores, hash_id(first_index + k, seed))
-        add_replica(replicas, u, best)
-        add_replica(replicas, v, best)
-        load[best] += 1
+        place_edge(replicas, load, u, v, best)
 
 
 @PARTITIONERS.register("greedy")
@@ -65,9 +61,7 @@ def greedy(store: GraphStore, p: int, seed: int, params: Mapping[str, Any]) -> P
     replicas = new_replicas(store.num_nodes, p)
     load = np.zeros(p, dtype=np.int64)
     stream = store.edge_stream(int(params.get("chunk_edges", DEFAULT_CHUNK_EDGES)))
-    first = 0
-    for chunk in stream:
+    for first, chunk in chunks_with_offsets(stream):
         _greedy_chunk(chunk, first, replicas, load, seed)
-        first += chunk.shape[0]
     stats = {"passes": stream.passes, **edge_load_stats(load, store.num_edges)}
     return result_from_replicas(replicas, p, seed, stats)

@@ -20,9 +20,9 @@ import numpy as np
 from gnnbench.data.store import DEFAULT_CHUNK_EDGES, GraphStore
 from gnnbench.partition.base import PARTITIONERS, PartitionResult
 from gnnbench.partition.edge_partition import (
-    add_replica,
     edge_load_stats,
     new_replicas,
+    place_edge,
     result_from_replicas,
 )
 from gnnbench.partition.hashing import hash_id
@@ -44,9 +44,7 @@ def _grid_chunk(edges, rows, cols, replicas, load, seed):
         row = np.int64(hash_id(u, seed) % n_rows)
         col = np.int64(hash_id(v, seed) % n_cols)
         part = row * cols + col
-        add_replica(replicas, u, part)
-        add_replica(replicas, v, part)
-        load[part] += 1
+        place_edge(replicas, load, u, v, part)
 
 
 @PARTITIONERS.register("grid")

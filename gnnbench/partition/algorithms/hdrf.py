@@ -26,11 +26,13 @@ from gnnbench.data.store import DEFAULT_CHUNK_EDGES, GraphStore
 from gnnbench.errors import ConfigError
 from gnnbench.partition.base import PARTITIONERS, PartitionResult
 from gnnbench.partition.edge_partition import (
-    add_replica,
     argmax_tiebreak,
+    chunks_with_offsets,
     edge_load_stats,
     has_replica,
+    load_extremes,
     new_replicas,
+    place_edge,
     result_from_replicas,
 )
 from gnnbench.partition.hashing import hash_id
@@ -48,20 +50,14 @@ def _hdrf_chunk(edges, first_index, partial_degree, replicas, load, lam, epsilon
         total = partial_degree[u] + partial_degree[v]
         theta_u = partial_degree[u] / total
         theta_v = partial_degree[v] / total
-        max_load = load[0]
-        min_load = load[0]
-        for part in range(1, p):
-            max_load = max(max_load, load[part])
-            min_load = min(min_load, load[part])
+        max_load, min_load = load_extremes(load)
         for part in range(p):
             g_u = 1.0 + (1.0 - theta_u) if has_replica(replicas, u, part) else 0.0
             g_v = 1.0 + (1.0 - theta_v) if has_replica(replicas, v, part) else 0.0
             balance = lam * (max_load - load[part]) / (epsilon + max_load - min_load)
             scores[part] = g_u + g_v + balance
         best = argmax_tiebreak(scores, hash_id(first_index + k, seed))
-        add_replica(replicas, u, best)
-        add_replica(replicas, v, best)
-        load[best] += 1
+        place_edge(replicas, load, u, v, best)
 
 
 @PARTITIONERS.register("hdrf")
@@ -77,10 +73,8 @@ def hdrf(store: GraphStore, p: int, seed: int, params: Mapping[str, Any]) -> Par
     replicas = new_replicas(store.num_nodes, p)
     load = np.zeros(p, dtype=np.int64)
     stream = store.edge_stream(int(params.get("chunk_edges", DEFAULT_CHUNK_EDGES)))
-    first = 0
-    for chunk in stream:
+    for first, chunk in chunks_with_offsets(stream):
         _hdrf_chunk(chunk, first, partial_degree, replicas, load, lam, epsilon, seed)
-        first += chunk.shape[0]
     del partial_degree
     stats = {"passes": stream.passes, **edge_load_stats(load, store.num_edges)}
     return result_from_replicas(replicas, p, seed, stats)

@@ -38,10 +38,10 @@ from gnnbench.data.store import DEFAULT_CHUNK_EDGES, GraphStore
 from gnnbench.errors import ConfigError
 from gnnbench.partition.base import PARTITIONERS, PartitionResult
 from gnnbench.partition.edge_partition import (
-    add_replica,
     edge_load_stats,
     has_replica,
     new_replicas,
+    place_edge,
     result_from_replicas,
 )
 
@@ -143,9 +143,7 @@ def _prepartition_chunk(edges, degree, cluster, part_of, replicas, load, cap, co
         if load[part] >= cap:
             part = _fallback(u, v, degree, load, cap)
             counts[1] += 1
-        add_replica(replicas, u, part)
-        add_replica(replicas, v, part)
-        load[part] += 1
+        place_edge(replicas, load, u, v, part)
         counts[0] += 1
 
 
@@ -164,9 +162,7 @@ def _score_chunk(edges, degree, cluster, volume, part_of, replicas, load, cap, c
         )
         if fell_back:
             counts[1] += 1
-        add_replica(replicas, u, part)
-        add_replica(replicas, v, part)
-        load[part] += 1
+        place_edge(replicas, load, u, v, part)
 
 
 @PARTITIONERS.register("twops")
