@@ -8,6 +8,7 @@ go on, and the sweep exits non-zero at the end with the list of failures.
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from pathlib import Path
 
@@ -16,7 +17,6 @@ from gnnbench.paths import REPO_ROOT
 
 log = logging.getLogger("gnnbench")
 CONF_DIR = REPO_ROOT / "conf"
-_failures: list[str] = []
 
 
 def check_group_choices(argv: list[str], conf_dir: Path = CONF_DIR) -> None:
@@ -43,26 +43,65 @@ def _is_multirun() -> bool:
     return HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN
 
 
+def _sweep_tags(config: dict) -> dict[str, str]:
+    from gnnbench.track.sweep import PARENT_ENV, SWEEP_ENV, run_key
+
+    tags = {"run_key": run_key(config), "gnnbench.role": "job"}
+    if os.environ.get(PARENT_ENV):
+        tags.update(
+            {"sweep_id": os.environ[SWEEP_ENV], "mlflow.parentRunId": os.environ[PARENT_ENV]}
+        )
+    return tags
+
+
+def _already_finished(config: dict, key: str) -> str | None:
+    from gnnbench.track.sweep import SweepTracker
+
+    tracking = config["tracking"]
+    return SweepTracker(tracking["uri"], tracking["experiment"]).finished_run(key)
+
+
 def _job(cfg) -> dict | None:
+    from hydra.core.hydra_config import HydraConfig
     from omegaconf import OmegaConf
 
     from gnnbench.run import run
+    from gnnbench.track.sweep import TOTAL_ENV
 
     config = OmegaConf.to_container(cfg, resolve=True)
+    multirun = _is_multirun()
+    tags = _sweep_tags(config)
+    if multirun:
+        number = HydraConfig.get().job.num + 1
+        log.info(
+            "job %d of %s: %s",
+            number,
+            os.environ.get(TOTAL_ENV, "?"),
+            " ".join(HydraConfig.get().overrides.task),
+        )
+        finished = config.get("resume", True) and _already_finished(config, tags["run_key"])
+        if finished:
+            log.info("skipped: already FINISHED as run %s (resume=false runs it again)", finished)
+            return None
     try:
-        return run(config, OmegaConf.to_yaml(cfg, resolve=True))
+        return run(config, OmegaConf.to_yaml(cfg, resolve=True), tags)
     except GnnbenchError as exc:
-        if not _is_multirun():
+        if not multirun:
             print(f"gnnbench: error: {exc}", file=sys.stderr)
             sys.exit(2)
         log.error("job failed: %s", exc)
-        _failures.append(f"{cfg.dataset.name} {cfg.partitioner.name} p={cfg.p}: {exc}")
-        return None
+    except Exception as exc:  # a sweep goes on past any failing job; it is recorded FAILED
+        if not multirun:
+            raise
+        log.exception("job failed: %s: %s", type(exc).__name__, exc)
+    return None
 
 
 def main() -> None:
     """Console entry point (`gnnbench` / `python -m gnnbench`)."""
     import hydra
+
+    from gnnbench.track.sweep import ACTIVE
 
     try:
         check_group_choices(sys.argv[1:])
@@ -70,10 +109,15 @@ def main() -> None:
         print(f"gnnbench: error: {exc}", file=sys.stderr)
         sys.exit(2)
     app = hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")(_job)
-    app()
-    if _failures:
-        print(f"gnnbench: {len(_failures)} job(s) failed:", file=sys.stderr)
-        for failure in _failures:
+    try:
+        app()
+    finally:
+        for sweep in ACTIVE:
+            sweep.close()  # a no-op unless Hydra skipped on_multirun_end
+    failures = [failure for sweep in ACTIVE for failure in sweep.failures]
+    if failures:
+        print(f"gnnbench: {len(failures)} job(s) failed:", file=sys.stderr)
+        for failure in failures:
             print(f"  {failure}", file=sys.stderr)
         sys.exit(1)
 

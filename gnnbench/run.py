@@ -27,7 +27,9 @@ def _check_axes(config: Mapping[str, Any]) -> None:
         raise ConfigError(f"num_gpus: expected >= 1 worker, got {config['num_gpus']}")
 
 
-def run(config: Mapping[str, Any], resolved_yaml: str) -> dict[str, Any]:
+def run(
+    config: Mapping[str, Any], resolved_yaml: str, tags: Mapping[str, str] | None = None
+) -> dict[str, Any]:
     """Run every stage of one job and return its headline metrics."""
     _check_axes(config)
     training = config["train"].get("mode", "none") != "none"
@@ -43,7 +45,7 @@ def run(config: Mapping[str, Any], resolved_yaml: str) -> dict[str, Any]:
             config["seed"],
         )
     summary: dict[str, Any] = {}
-    with mlflow_run(config, resolved_yaml) as tracker:
+    with mlflow_run(config, resolved_yaml, tags) as tracker:
         started = time.perf_counter()
         store = prepare_dataset(config["dataset"])
         tracker.log_dataset(store.meta)
@@ -56,7 +58,7 @@ def run(config: Mapping[str, Any], resolved_yaml: str) -> dict[str, Any]:
         )
 
         book, cached = run_partition_stage(
-            store, config["partitioner"], config["p"], config["seed"]
+            store, config["partitioner"], config["p"], config["seed"], node_data=training
         )
         tracker.log_partition(book.path, book.metrics, book.meta.get("stats", {}), cached)
         summary.update(

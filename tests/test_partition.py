@@ -139,3 +139,14 @@ def test_p_larger_than_nodes(triangles, gnnbench_home):
 def test_unknown_partitioner(triangles, gnnbench_home):
     with pytest.raises(ConfigError, match="unknown partitioner 'nope'"):
         run_partition_stage(triangles, {"name": "nope"}, 2, 0)
+
+
+def test_structure_only_book(triangles, gnnbench_home):
+    config = {"name": "spring", "hops": 1}
+    bare, cached = run_partition_stage(triangles, config, 2, 0, node_data=False)
+    assert not cached and not (bare.path / "part-0" / "feat.npy").exists()
+    assert bare.meta["node_data"] is False
+    full, _ = run_partition_stage(triangles, config, 2, 0)
+    assert full.path != bare.path and (full.path / "part-0" / "feat.npy").is_file()
+    reused, cached = run_partition_stage(triangles, config, 2, 0, node_data=False)
+    assert cached and reused.path == full.path  # a full book serves a partition-only run

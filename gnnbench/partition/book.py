@@ -17,10 +17,20 @@ from gnnbench.paths import gnnbench_home
 
 
 def book_path(
-    dataset_name: str, fingerprint: str, partitioner: Mapping[str, Any], p: int, seed: int
+    dataset_name: str,
+    fingerprint: str,
+    partitioner: Mapping[str, Any],
+    p: int,
+    seed: int,
+    node_data: bool = True,
 ) -> Path:
-    """Directory of the book for (dataset content, algorithm, parameters, p, seed)."""
+    """Directory of the book for (dataset content, algorithm, parameters, p, seed).
+
+    A structure-only book (no per-partition features and labels) is a different book.
+    """
     identity = {"fingerprint": fingerprint, "partitioner": dict(partitioner), "p": p, "seed": seed}
+    if not node_data:
+        identity["structure_only"] = True
     identity["partitioner"].pop("memory_limit_gb", None)  # a cap changes whether it runs, not what
     digest = hashlib.blake2b(
         json.dumps(identity, sort_keys=True, default=str).encode(), digest_size=6

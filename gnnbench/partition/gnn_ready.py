@@ -187,18 +187,22 @@ def build_partitions(
     out_dir: Path,
     hops: int = 1,
     chunk_edges: int = 1 << 20,
+    node_data: bool = True,
 ) -> dict:
-    """Write part-<i>/ for every partition under `out_dir` and return the partition metrics."""
+    """Write part-<i>/ for every partition under `out_dir` and return the partition metrics.
+
+    `node_data=False` writes the structure and local splits only (no feature or label rows).
+    """
     owner = np.ascontiguousarray(owner, dtype=np.int32)
     full, members, passes = _membership(store, owner, p, hops, chunk_edges)
     edge_count, cut, spill_passes = _spill_edges(store, owner, full, p, out_dir, chunk_edges)
     del full
     role = _role_array(store)
-    sizes = [_write_partition(store, owner, members, role, i, out_dir) for i in range(p)]
+    sizes = [_write_partition(store, owner, members, role, i, out_dir, node_data) for i in range(p)]
     return _metrics(store, owner, p, sizes, edge_count, cut, role, passes + spill_passes)
 
 
-def _write_partition(store, owner, members, role, i, out_dir) -> dict:
+def _write_partition(store, owner, members, role, i, out_dir, node_data) -> dict:
     part_dir = out_dir / f"part-{i}"
     part_dir.mkdir()
     nodes, owned = _members(members, owner, i)
@@ -212,7 +216,7 @@ def _write_partition(store, owner, members, role, i, out_dir) -> dict:
     np.save(part_dir / "nodes.npy", nodes)
     np.save(part_dir / "indptr.npy", indptr)
     np.save(part_dir / "indices.npy", indices.astype(np.int32 if len(nodes) < 2**31 else np.int64))
-    layout = store.feature_layout()
+    layout = store.feature_layout() if node_data else None
     if layout is not None:
         _write_npy_rows(
             part_dir / "feat.npy",
@@ -221,7 +225,7 @@ def _write_partition(store, owner, members, role, i, out_dir) -> dict:
             np.float32,
         )
     labels = store.path / "label.npy"
-    if labels.is_file():
+    if node_data and labels.is_file():
         label_layout = NpyLayout.read(labels)
         _write_npy_rows(
             part_dir / "label.npy",

@@ -30,20 +30,31 @@ from gnnbench.partition.gnn_ready import build_partitions
 
 
 def run_partition_stage(
-    store: GraphStore, partitioner: Mapping[str, Any], p: int, seed: int
+    store: GraphStore, partitioner: Mapping[str, Any], p: int, seed: int, node_data: bool = True
 ) -> tuple[PartitionBook, bool]:
-    """Return the book for this configuration and whether it came from the cache."""
+    """Return the book for this configuration and whether it came from the cache.
+
+    `node_data=False` (partition-only runs) skips copying features and labels into the partitions,
+    which for feature-rich graphs is most of the book's size on disk; a full book serves it too.
+    """
     check_num_parts(p, store.num_nodes, store.name)
     PARTITIONERS.get(str(partitioner["name"]))  # an unknown name fails here, in one line
-    dest = book_path(store.name, store.fingerprint, partitioner, p, seed)
-    if is_complete(dest):
-        return PartitionBook(dest), True
+    full_book = book_path(store.name, store.fingerprint, partitioner, p, seed)
+    dest = (
+        full_book
+        if node_data
+        else book_path(store.name, store.fingerprint, partitioner, p, seed, False)
+    )
+    for candidate in (full_book, dest):
+        if is_complete(candidate):
+            return PartitionBook(candidate), True
     with tempfile.TemporaryDirectory() as scratch:
         error_file = Path(scratch) / "error.txt"
         command = [
             sys.executable, "-m", "gnnbench.partition.stage",
             "--store", str(store.path), "--partitioner", json.dumps(dict(partitioner)),
             "--p", str(p), "--seed", str(seed), "--dest", str(dest), "--error-file", str(error_file),
+            *([] if node_data else ["--structure-only"]),
         ]  # fmt: skip
         completed = subprocess.run(command, capture_output=True, text=True)
         if completed.returncode != 0:
@@ -106,7 +117,9 @@ def _check_owner(owner: np.ndarray, num_nodes: int, p: int, name: str) -> np.nda
     return owner.astype(np.int32, copy=False)
 
 
-def partition_into(store: GraphStore, partitioner: dict, p: int, seed: int, dest: Path) -> None:
+def partition_into(
+    store: GraphStore, partitioner: dict, p: int, seed: int, dest: Path, node_data: bool = True
+) -> None:
     """The child's work: measured algorithm, measured GNN-ready step, atomic book."""
     name = str(partitioner["name"])
     partition_fn = PARTITIONERS.get(name)
@@ -128,7 +141,7 @@ def partition_into(store: GraphStore, partitioner: dict, p: int, seed: int, dest
         metrics, ready_peak_mb, ready_seconds = _tracked(
             tmp / "gnn_ready.memray",
             lambda: build_partitions(
-                store, owner, p, tmp, hops, int(params.get("chunk_edges", 1 << 20))
+                store, owner, p, tmp, hops, int(params.get("chunk_edges", 1 << 20)), node_data
             ),
         )
         _flamegraph(tmp / "partition.memray", tmp / "partition_flamegraph.html")
@@ -147,6 +160,7 @@ def partition_into(store: GraphStore, partitioner: dict, p: int, seed: int, dest
             "p": p,
             "seed": seed,
             "hops": hops,
+            "node_data": node_data,
             "dataset": store.name,
             "dataset_fingerprint": store.fingerprint,
             "store": str(store.path),
@@ -164,11 +178,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--dest", required=True)
     parser.add_argument("--error-file", required=True)
+    parser.add_argument(
+        "--structure-only", action="store_true", help="no features/labels per partition"
+    )
     args = parser.parse_args(argv)
     try:
         store = GraphStore(Path(args.store))
         check_num_parts(args.p, store.num_nodes, store.name)
-        partition_into(store, json.loads(args.partitioner), args.p, args.seed, Path(args.dest))
+        partition_into(
+            store,
+            json.loads(args.partitioner),
+            args.p,
+            args.seed,
+            Path(args.dest),
+            not args.structure_only,
+        )
     except GnnbenchError as exc:
         Path(args.error_file).write_text(str(exc))
         return 2

@@ -9,7 +9,8 @@ from __future__ import annotations
 import json
 import logging
 import tempfile
-from collections.abc import Iterator, Mapping
+import time
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,20 @@ PARTITION_METRICS = (
 )
 TRAIN_METRICS = ("epoch_time_s", "sync_time_s", "val_f1_micro", "test_f1_micro", "test_f1_macro")
 ARTIFACTS = ("partition_flamegraph.html", "gnn_ready_flamegraph.html")
+
+
+RETRYABLE = ("database is locked", "UNIQUE constraint failed", "database table is locked")
+
+
+def retrying(call: Callable, *args, attempts: int = 8, **kwargs):
+    """Call an MLflow function, retrying SQLite's transient lock errors of parallel jobs."""
+    for attempt in range(attempts):
+        try:
+            return call(*args, **kwargs)
+        except Exception as exc:
+            if attempt == attempts - 1 or not any(text in str(exc) for text in RETRYABLE):
+                raise
+            time.sleep(0.2 * 2**attempt)
 
 
 def flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -56,7 +71,7 @@ class RunLogger:
 
     def log_dataset(self, meta: Mapping[str, Any]) -> None:
         keys = ("num_nodes", "num_edges", "feature_dim", "num_classes", "fingerprint")
-        self.mlflow.log_params({f"graph.{key}": meta[key] for key in keys if key in meta})
+        retrying(self.mlflow.log_params, {f"graph.{key}": meta[key] for key in keys if key in meta})
 
     def log_partition(
         self, book_dir: Path, metrics: Mapping[str, Any], stats: Mapping[str, Any], cached: bool
@@ -65,25 +80,35 @@ class RunLogger:
         values.update(
             {key: float(value) for key, value in stats.items() if isinstance(value, int | float)}
         )
-        self.mlflow.log_metrics(values)
-        self.mlflow.set_tags({"partition_cached": str(cached), "partition_book": str(book_dir)})
+        retrying(self.mlflow.log_metrics, values)
+        retrying(
+            self.mlflow.set_tags, {"partition_cached": str(cached), "partition_book": str(book_dir)}
+        )
         self.log_json("partition_metrics.json", {"metrics": dict(metrics), "stats": dict(stats)})
         for name in ARTIFACTS:
             if (Path(book_dir) / name).is_file():
-                self.mlflow.log_artifact(str(Path(book_dir) / name))
+                retrying(self.mlflow.log_artifact, str(Path(book_dir) / name))
 
     def log_training(self, result: Mapping[str, Any]) -> None:
+        from mlflow.entities import Metric
+
         history = result.get("history", [])
-        for entry in history:
-            self.mlflow.log_metric("train_loss", entry["train_loss"], step=entry["epoch"])
-            if entry.get("val_f1_micro") is not None:
-                self.mlflow.log_metric("val_f1_micro", entry["val_f1_micro"], step=entry["epoch"])
+        now = int(time.time() * 1000)
+        curves = [Metric("train_loss", e["train_loss"], now, e["epoch"]) for e in history]
+        curves += [
+            Metric("val_f1_micro", e["val_f1_micro"], now, e["epoch"])
+            for e in history
+            if e.get("val_f1_micro") is not None
+        ]
         # The summary values are logged at the last step, so the dashboard's "latest" value of
         # val_f1_micro is the best validation F1 (the point test F1 is reported at).
         last_step = history[-1]["epoch"] if history else 0
-        for key in TRAIN_METRICS:
-            if result.get(key) is not None:
-                self.mlflow.log_metric(key, float(result[key]), step=last_step)
+        summary = [
+            Metric(key, float(result[key]), now + 1, last_step)
+            for key in TRAIN_METRICS
+            if result.get(key) is not None
+        ]
+        retrying(self.mlflow.MlflowClient().log_batch, self.run_id, metrics=curves + summary)
         extra = {k: v for k, v in result.items() if k not in TRAIN_METRICS and k != "history"}
         self.log_json("training.json", {**extra, "history": history})
 
@@ -91,32 +116,44 @@ class RunLogger:
         with tempfile.TemporaryDirectory() as scratch:
             path = Path(scratch) / name
             path.write_text(json.dumps(payload, indent=2, default=str))
-            self.mlflow.log_artifact(str(path))
+            retrying(self.mlflow.log_artifact, str(path))
 
     def log_text(self, name: str, text: str) -> None:
-        self.mlflow.log_text(text, name)
+        retrying(self.mlflow.log_text, text, name)
+
+
+def run_name(config: Mapping[str, Any]) -> str:
+    return f"{config['dataset']['name']}-{config['partitioner']['name']}-p{config['p']}"
 
 
 @contextmanager
-def mlflow_run(config: Mapping[str, Any], resolved_yaml: str) -> Iterator[RunLogger]:
-    """Open a run in the configured store; end it FINISHED, or FAILED with the error as tags."""
+def mlflow_run(
+    config: Mapping[str, Any], resolved_yaml: str, tags: Mapping[str, str] | None = None
+) -> Iterator[RunLogger]:
+    """Open a run in the configured store; end it FINISHED, or FAILED with the error as tags.
+
+    `tags` carries the sweep's bookkeeping (sweep_id, run_key, mlflow.parentRunId).
+    """
     import mlflow
 
     tracking = config.get("tracking", {})
     mlflow.set_tracking_uri(tracking.get("uri", "sqlite:///mlflow.db"))
-    mlflow.set_experiment(tracking.get("experiment", "gnnbench"))
-    run_name = f"{config['dataset']['name']}-{config['partitioner']['name']}-p{config['p']}"
-    with mlflow.start_run(run_name=run_name) as active:
+    retrying(mlflow.set_experiment, tracking.get("experiment", "gnnbench"))
+    active = retrying(mlflow.start_run, run_name=run_name(config), tags=dict(tags or {}))
+    status = "FAILED"
+    try:
         logger = RunLogger(mlflow, active.info.run_id)
         params = {k: v for k, v in flatten(config).items() if not k.startswith("tracking.")}
-        mlflow.log_params(params)
+        retrying(mlflow.log_params, params)
         logger.log_text("config.yaml", resolved_yaml)
         try:
             yield logger
         except BaseException as exc:
-            # start_run's own exit then ends the run as FAILED
-            mlflow.set_tags({"error_type": type(exc).__name__, "error": one_line(exc)})
+            retrying(mlflow.set_tags, {"error_type": type(exc).__name__, "error": one_line(exc)})
             raise
+        status = "FINISHED"
+    finally:
+        retrying(mlflow.end_run, status=status)
 
 
 def one_line(exc: BaseException) -> str:

@@ -1,0 +1,165 @@
+"""Sweep bookkeeping: a parent MLflow run per sweep, run keys for resuming, the failure summary.
+
+A sweep's id is a hash of its overrides, so running the same command again resumes the same sweep:
+the same parent run collects the children, jobs whose `run_key` already FINISHED are skipped and
+FAILED ones run again. The parent is created before any job starts (which also initialises the
+MLflow store once, before parallel jobs race on its migrations) and is closed FINISHED or FAILED
+from the children's states, whichever launcher ran them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from hydra.experimental.callback import Callback
+
+from gnnbench.track.mlflow_run import retrying
+
+log = logging.getLogger(__name__)
+
+PARENT_ENV = "GNNBENCH_PARENT_RUN_ID"
+SWEEP_ENV = "GNNBENCH_SWEEP_ID"
+TOTAL_ENV = "GNNBENCH_SWEEP_JOBS"
+# Keys that say where things go, not what is computed: left out of the run key.
+VOLATILE_KEYS = ("tracking", "resume", "hydra")
+
+
+def _digest(payload: Any) -> str:
+    return hashlib.blake2b(
+        json.dumps(payload, sort_keys=True, default=str).encode(), digest_size=8
+    ).hexdigest()
+
+
+def run_key(config: Mapping[str, Any]) -> str:
+    """Deterministic identity of a job: its resolved config without volatile fields."""
+    return _digest({key: value for key, value in config.items() if key not in VOLATILE_KEYS})
+
+
+def sweep_id_of(overrides: list[str], sweeper_params: Mapping[str, Any], experiment: str) -> str:
+    volatile = tuple(f"{key}." for key in VOLATILE_KEYS) + tuple(f"{key}=" for key in VOLATILE_KEYS)
+    kept = sorted(o for o in overrides if not o.startswith(volatile))
+    return _digest({"overrides": kept, "params": dict(sweeper_params), "experiment": experiment})
+
+
+def count_jobs(overrides: list[str], sweeper_params: Mapping[str, Any]) -> int:
+    """Number of jobs of a basic-sweeper grid: the product of the comma-separated choices."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parser = OverridesParser.create()
+    grid = {o.split("=", 1)[0]: o for o in overrides if "=" in o}
+    grid.update({key: f"{key}={value}" for key, value in sweeper_params.items()})
+    sizes = []
+    for override in parser.parse_overrides(list(grid.values())):
+        sizes.append(
+            len(list(override.sweep_string_iterator())) if override.is_sweep_override() else 1
+        )
+    return math.prod(sizes)
+
+
+class SweepTracker:
+    """The parent run of one sweep in one MLflow store."""
+
+    def __init__(self, uri: str, experiment: str):
+        import mlflow
+
+        self.client = mlflow.MlflowClient(tracking_uri=uri)
+        found = retrying(self.client.get_experiment_by_name, experiment)
+        self.experiment_id = (
+            found.experiment_id if found else retrying(self.client.create_experiment, experiment)
+        )
+
+    def open_parent(self, sweep_id: str, overrides: list[str]) -> str:
+        """The sweep's parent run, created on first use and set RUNNING again on a resume."""
+        existing = retrying(
+            self.client.search_runs,
+            [self.experiment_id],
+            filter_string=f"tags.sweep_id = '{sweep_id}' and tags.`gnnbench.role` = 'parent'",
+        )
+        if existing:
+            run_id = existing[0].info.run_id
+            retrying(self.client.update_run, run_id, status="RUNNING")
+            return run_id
+        run = retrying(
+            self.client.create_run,
+            self.experiment_id,
+            run_name=f"sweep-{sweep_id}",
+            tags={"sweep_id": sweep_id, "gnnbench.role": "parent"},
+        )
+        retrying(self.client.log_param, run.info.run_id, "overrides", " ".join(overrides)[:6000])
+        return run.info.run_id
+
+    def latest_children(self, sweep_id: str) -> list:
+        """The newest child run of each run key in the sweep."""
+        runs = retrying(
+            self.client.search_runs,
+            [self.experiment_id],
+            filter_string=f"tags.sweep_id = '{sweep_id}' and tags.`gnnbench.role` = 'job'",
+            order_by=["attributes.start_time DESC"],
+        )
+        newest: dict[str, Any] = {}
+        for run in runs:
+            newest.setdefault(run.data.tags.get("run_key", run.info.run_id), run)
+        return list(newest.values())
+
+    def finished_run(self, key: str) -> str | None:
+        runs = retrying(
+            self.client.search_runs,
+            [self.experiment_id],
+            filter_string=f"tags.run_key = '{key}' and attributes.status = 'FINISHED'",
+            max_results=1,
+        )
+        return runs[0].info.run_id if runs else None
+
+    def close_parent(self, parent_run_id: str, sweep_id: str) -> list[str]:
+        """End the parent FINISHED or FAILED from the children; return one line per failed job."""
+        failed = [run for run in self.latest_children(sweep_id) if run.info.status != "FINISHED"]
+        status = "FAILED" if failed else "FINISHED"
+        retrying(self.client.set_terminated, parent_run_id, status)
+        return [
+            f"{run.info.run_name}: {run.data.tags.get('error_type', run.info.status)}: "
+            f"{run.data.tags.get('error', '')}"
+            for run in failed
+        ]
+
+
+class SweepCallback(Callback):
+    """Hydra callback: opens the parent before the jobs, closes it and summarises after them."""
+
+    def __init__(self) -> None:
+        self.tracker: SweepTracker | None = None
+        self.failures: list[str] = []
+
+    def on_multirun_start(self, config, **kwargs) -> None:
+        overrides = list(config.hydra.overrides.task)
+        params = dict(config.hydra.sweeper.get("params") or {})
+        experiment = config.tracking.experiment
+        sweep_id = sweep_id_of(overrides, params, experiment)
+        self.tracker = SweepTracker(config.tracking.uri, experiment)
+        parent = self.tracker.open_parent(sweep_id, overrides)
+        total = count_jobs(overrides, params)
+        os.environ.update({PARENT_ENV: parent, SWEEP_ENV: sweep_id, TOTAL_ENV: str(total)})
+        ACTIVE.append(self)
+        log.info("sweep %s: %d jobs, parent run %s", sweep_id, total, parent)
+
+    def on_multirun_end(self, config, **kwargs) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the parent once (also called when a job escaped and Hydra skipped the end hook)."""
+        parent = os.environ.pop(PARENT_ENV, None)
+        sweep_id = os.environ.pop(SWEEP_ENV, None)
+        if self.tracker is None or parent is None:
+            return
+        self.failures = self.tracker.close_parent(parent, sweep_id)
+        log.info("sweep %s finished: %d failed job(s)", sweep_id, len(self.failures))
+
+
+# The sweeps opened in this (launching) process; __main__ closes any that Hydra left open and
+# turns their failures into the exit status.
+ACTIVE: list[SweepCallback] = []
