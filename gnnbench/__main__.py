@@ -103,6 +103,10 @@ def main() -> None:
 
     from gnnbench.track.sweep import ACTIVE
 
+    if sys.argv[1:2] == ["report"]:  # `gnnbench report [--sweep-id ID]`: the sweep report
+        from gnnbench.track.report import main as report_main
+
+        sys.exit(report_main(sys.argv[2:], sweep_by_default=True))
     try:
         check_group_choices(sys.argv[1:])
     except ConfigError as exc:

@@ -16,3 +16,11 @@ def gnnbench_home(tmp_path, monkeypatch) -> Path:
     monkeypatch.setenv("GNNBENCH_HOME", str(home))
     monkeypatch.setenv("GNNBENCH_RAW_DIR", str(RAW_DIR))
     return home
+
+
+@pytest.fixture
+def small_sweep_store(tmp_path):
+    """A fresh MLflow store holding one small training sweep (see tests/sweep_fixtures.py)."""
+    from sweep_fixtures import build_small_sweep
+
+    return build_small_sweep(tmp_path / "store")

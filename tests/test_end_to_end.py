@@ -42,7 +42,10 @@ def runs(cwd: Path):
 
     client = mlflow.MlflowClient(tracking_uri=f"sqlite:///{cwd / 'mlflow.db'}")
     experiment = client.get_experiment_by_name("gnnbench")
-    return client, client.search_runs([experiment.experiment_id]) if experiment else []
+    if experiment is None:
+        return client, []
+    found = client.search_runs([experiment.experiment_id])
+    return client, [run for run in found if run.data.tags.get("gnnbench.role") != "parent"]
 
 
 @pytest.mark.slow
@@ -155,3 +158,46 @@ def test_spring_beats_hash_on_amazon_cs(gnnbench_home, tmp_path):
         owner = partition(store, 8, 0, {}).owner
         factors[name] = build_partitions(store, owner, 8, out)["replication_factor"]
     assert factors["spring"] < factors["hash"]
+
+
+def all_runs(cwd: Path):
+    client, _ = runs(cwd)
+    experiment = client.get_experiment_by_name("gnnbench")
+    return client.search_runs([experiment.experiment_id])
+
+
+SWEEP = ("-m", "dataset=cora", "partitioner=spring,hash", "p=2,4,100000", "train=none")
+
+
+def test_sweep_parent_failures_and_resume(tmp_path, gnnbench_home):
+    first = gnnbench(tmp_path, *SWEEP)
+    assert first.returncode == 1
+    assert "2 job(s) failed" in first.stderr and first.stderr.count("p=100000 is larger") == 2
+    found = all_runs(tmp_path)
+    parents = [r for r in found if r.data.tags.get("gnnbench.role") == "parent"]
+    jobs = [r for r in found if r.data.tags.get("gnnbench.role") == "job"]
+    assert len(parents) == 1 and parents[0].info.status == "FAILED"
+    assert sorted(r.info.status for r in jobs) == ["FAILED"] * 2 + ["FINISHED"] * 4
+    assert all(r.data.tags["mlflow.parentRunId"] == parents[0].info.run_id for r in jobs)
+    assert {r.data.tags.get("error_type") for r in jobs if r.info.status == "FAILED"} == {
+        "ConfigError"
+    }
+    assert (next(tmp_path.glob("multirun/*/*/report/report.md"))).is_file()
+
+    again = gnnbench(tmp_path, *SWEEP)
+
+    def summary(completed):
+        return completed.stderr[completed.stderr.index("gnnbench: 2 job(s) failed") :]
+
+    assert again.returncode == 1 and summary(again) == summary(first)
+    rerun = all_runs(tmp_path)
+    assert sum(r.data.tags.get("gnnbench.role") == "parent" for r in rerun) == 1
+    statuses = sorted(r.info.status for r in rerun if r.data.tags.get("gnnbench.role") == "job")
+    assert statuses == ["FAILED"] * 4 + ["FINISHED"] * 4  # only the two failed jobs ran again
+
+
+def test_joblib_sweep_loses_no_run(tmp_path, gnnbench_home):
+    completed = gnnbench(tmp_path, *SWEEP, "hydra/launcher=joblib", "hydra.launcher.n_jobs=3")
+    assert completed.returncode == 1, completed.stderr[-2000:]
+    jobs = [r for r in all_runs(tmp_path) if r.data.tags.get("gnnbench.role") == "job"]
+    assert sorted(r.info.status for r in jobs) == ["FAILED"] * 2 + ["FINISHED"] * 4

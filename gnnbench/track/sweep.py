@@ -15,6 +15,7 @@ import logging
 import math
 import os
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from hydra.experimental.callback import Callback
@@ -134,6 +135,7 @@ class SweepCallback(Callback):
     def __init__(self) -> None:
         self.tracker: SweepTracker | None = None
         self.failures: list[str] = []
+        self.report_args: tuple | None = None
 
     def on_multirun_start(self, config, **kwargs) -> None:
         overrides = list(config.hydra.overrides.task)
@@ -146,6 +148,8 @@ class SweepCallback(Callback):
         os.environ.update({PARENT_ENV: parent, SWEEP_ENV: sweep_id, TOTAL_ENV: str(total)})
         ACTIVE.append(self)
         log.info("sweep %s: %d jobs, parent run %s", sweep_id, total, parent)
+        report_dir = Path(config.hydra.sweep.dir) / "report"
+        self.report_args = (config.tracking.uri, experiment, sweep_id, report_dir)
 
     def on_multirun_end(self, config, **kwargs) -> None:
         self.close()
@@ -158,6 +162,12 @@ class SweepCallback(Callback):
             return
         self.failures = self.tracker.close_parent(parent, sweep_id)
         log.info("sweep %s finished: %d failed job(s)", sweep_id, len(self.failures))
+        try:  # the report is a reading aid: its failure must not change the sweep's outcome
+            from gnnbench.track.report import report_sweep
+
+            log.info("sweep report: %s", report_sweep(*self.report_args))
+        except Exception as exc:
+            log.warning("sweep report not written: %s", exc)
 
 
 # The sweeps opened in this (launching) process; __main__ closes any that Hydra left open and

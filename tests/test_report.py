@@ -1,0 +1,117 @@
+"""The sweep report: table, CSV, plots and artifacts from a small MLflow store built directly."""
+
+from __future__ import annotations
+
+import csv
+
+import pytest
+from sweep_fixtures import (
+    FAILED_JOB,
+    OLD_SWEEP_ID,
+    RERUN_JOB,
+    build_small_sweep,
+    expected_metrics,
+)
+
+from gnnbench.report import main as report_module_main
+from gnnbench.track.report import PLOTS, load_sweep, main, report_sweep
+
+PNGS = {spec.filename for spec in PLOTS}
+
+
+def _axes(row: dict) -> tuple:
+    return (row["partitioner.name"], int(row["p"]), int(row["sync_interval"]), int(row["num_gpus"]))
+
+
+def test_report_sweep_writes_table_csv_plots_and_logs_them(small_sweep_store, tmp_path):
+    store = small_sweep_store
+    out = tmp_path / "report"
+    md = report_sweep(store.tracking_uri, store.experiment, None, out)  # None: the latest sweep
+
+    assert md == out / "report.md"
+    with open(out / "report.csv", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    # One row per job of this sweep (newest run per axes): not the older sweep, not the lone run.
+    assert len(rows) == store.jobs
+    assert len({_axes(row) for row in rows}) == store.jobs
+    assert {row["partitioner.name"] for row in rows} == {"spring", "hash"}
+    by_axes = {_axes(row): row for row in rows}
+    failed = by_axes[FAILED_JOB]
+    assert failed["status"] == "FAILED"
+    assert failed["error"] == "edges.bin: truncated (p=8)"
+    assert failed["replication_factor"] == ""
+    rerun = by_axes[RERUN_JOB]  # FAILED first, then FINISHED: the newest run wins
+    assert rerun["status"] == "FINISHED" and rerun["error"] == ""
+    assert [row["status"] for row in rows].count("FINISHED") == store.jobs - 1
+    for axes, row in by_axes.items():
+        if axes == FAILED_JOB:
+            continue
+        for metric, value in expected_metrics(*axes, training=True).items():
+            assert float(row[metric]) == pytest.approx(value), (axes, metric)
+
+    text = md.read_text()
+    assert f"# Sweep `{store.sweep_id}`" in text
+    assert "Swept axes: `partitioner.name`, `p`, `sync_interval`, `num_gpus`" in text
+    assert "| hash | 8 | 4 | 2 | FAILED |" in text
+    assert "skipped" not in text
+    for name in PNGS:
+        assert (out / name).stat().st_size > 10_000, name
+        assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert f"]({name})" in text
+
+    import mlflow
+
+    client = mlflow.MlflowClient(tracking_uri=store.tracking_uri)
+    logged = {a.path for a in client.list_artifacts(store.parent_run_id, "report")}
+    assert logged == {f"report/{name}" for name in {"report.md", "report.csv", *PNGS}}
+
+
+def test_partition_only_sweep_skips_training_plots_with_a_note(tmp_path):
+    store = build_small_sweep(tmp_path / "store", training=False)
+    md = report_sweep(store.tracking_uri, store.experiment, store.sweep_id, tmp_path / "out")
+    text = md.read_text()
+    assert "*Test F1 vs sync interval: skipped, no FINISHED job with test_f1_micro" in text
+    assert "*Epoch time vs num_gpus: skipped, no FINISHED job with epoch_time_s" in text
+    assert "test_f1_micro |" not in text.split("## Plots")[0]  # no empty metric columns
+    assert (tmp_path / "out" / "rf_edge_cut_vs_p.png").stat().st_size > 0
+    assert (tmp_path / "out" / "peak_memory.png").stat().st_size > 0
+    assert not (tmp_path / "out" / "f1_vs_sync_interval.png").exists()
+    assert not (tmp_path / "out" / "epoch_time_vs_num_gpus.png").exists()
+
+
+def test_sweep_by_id_and_errors(small_sweep_store, tmp_path, capsys):
+    store = small_sweep_store
+    old = load_sweep(store.tracking_uri, store.experiment, OLD_SWEEP_ID)
+    assert [row["partitioner.name"] for row in old.rows] == ["grem"]
+    assert old.axes == ["dataset.name", "partitioner.name", "p"]  # nothing varies: the fallback
+
+    assert main(["--tracking-uri", store.tracking_uri, "--sweep-id", "nope"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("gnnbench report: error: no parent run of a sweep 'nope'")
+    assert "\n" not in err
+    assert main(["--tracking-uri", store.tracking_uri, "--experiment", "missing"]) == 2
+    assert "no experiment 'missing'" in capsys.readouterr().err
+    missing = tmp_path / "nowhere.db"
+    assert main(["--tracking-uri", f"sqlite:///{missing}", "--latest-sweep"]) == 2
+    assert "no MLflow store at" in capsys.readouterr().err
+    assert not missing.exists()  # not created empty by MLflow
+
+
+def test_cli_modes(small_sweep_store, tmp_path, capsys, monkeypatch):
+    store = small_sweep_store
+    monkeypatch.chdir(tmp_path)
+    # `python -m gnnbench.report`: the latest sweep, into reports/<sweep_id>, table on stdout.
+    assert report_module_main(["--tracking-uri", store.tracking_uri, "--no-log"]) == 0
+    assert "| spring | 2 | 1 | 1 | FINISHED |" in capsys.readouterr().out
+    assert (tmp_path / "reports" / store.sweep_id / "report.csv").is_file()
+
+    # Table mode of the whole experiment (docs/partition_quality.md): parent runs are left out,
+    # the lone run and the older sweep's job are in.
+    out = tmp_path / "docs" / "table.md"
+    argv = ["--tracking-uri", store.tracking_uri, "--experiment", store.experiment, "--out"]
+    assert main([*argv, str(out)]) == 0
+    with open(out.with_suffix(".csv"), newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert all(row["partitioner.name"] for row in rows)
+    assert {row["partitioner.name"] for row in rows} == {"spring", "hash", "grem", "ldg"}
+    assert out.read_text().startswith("Generated from MLflow experiment `gnnbench`")
