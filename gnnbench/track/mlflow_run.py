@@ -31,6 +31,20 @@ PARTITION_METRICS = (
     "passes",
 )
 TRAIN_METRICS = ("epoch_time_s", "sync_time_s", "val_f1_micro", "test_f1_micro", "test_f1_macro")
+# The contract other tools read (issue 2's metric names), in the order a table shows them.
+HEADLINE_METRICS = (
+    "replication_factor",
+    "edge_cut",
+    "vertex_balance",
+    "partition_time_s",
+    "partition_peak_mb",
+    "partition_rss_mb",
+    "epoch_time_s",
+    "sync_time_s",
+    "val_f1_micro",
+    "test_f1_micro",
+    "test_f1_macro",
+)
 ARTIFACTS = ("partition_flamegraph.html", "gnn_ready_flamegraph.html")
 
 

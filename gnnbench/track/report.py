@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gnnbench.errors import GnnbenchError
+from gnnbench.track.mlflow_run import HEADLINE_METRICS
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -49,19 +50,7 @@ AXES = (
     "model.name",
     "seed",
 )
-SWEEP_METRICS = (
-    "replication_factor",
-    "edge_cut",
-    "vertex_balance",
-    "partition_time_s",
-    "partition_peak_mb",
-    "partition_rss_mb",
-    "epoch_time_s",
-    "sync_time_s",
-    "val_f1_micro",
-    "test_f1_micro",
-    "test_f1_macro",
-)
+SWEEP_METRICS = HEADLINE_METRICS
 LABELS = {
     "replication_factor": "replication factor",
     "edge_cut": "edge cut (fraction of edges)",
