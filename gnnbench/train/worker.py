@@ -21,6 +21,7 @@ import torch.nn.functional as F
 from gnnbench.data.store import GraphStore
 from gnnbench.errors import DataError
 from gnnbench.partition.book import PartitionBook
+from gnnbench.progress import progress
 from gnnbench.train.metrics import confusion_counts, f1_scores
 from gnnbench.train.models import build_model
 from gnnbench.train.sampler import ALL_NEIGHBOURS, Block, NeighbourSampler, SampledBatch, batch_seed
@@ -234,12 +235,13 @@ class Worker:
         losses = np.zeros(epochs)
         sync_seconds = 0.0
         evaluations: dict[int, dict[str, tuple[float, float]]] = {}
-        done = last_evaluated = 0
-        while done < epochs:
-            length = min(settings.sync_interval, epochs - done)
-            states, weights = self.train_round(done, length, compute, losses)
+        last_evaluated = 0
+        rounds = range(0, epochs, settings.sync_interval)
+        for start in progress(rounds, len(rounds), "training rounds", enabled=self.rank == 0):
+            length = min(settings.sync_interval, epochs - start)
+            states, weights = self.train_round(start, length, compute, losses)
             sync_seconds += self.synchronise(states, weights)
-            done += length
+            done = start + length
             if (
                 done // settings.eval_every > last_evaluated // settings.eval_every
                 or done == epochs

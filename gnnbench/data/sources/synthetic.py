@@ -21,6 +21,7 @@ from gnnbench.data.builder import GraphStoreBuilder
 from gnnbench.data.datasets import SOURCES
 from gnnbench.data.sources._io import row_chunk
 from gnnbench.errors import ConfigError
+from gnnbench.progress import progress
 
 
 @dataclass(frozen=True)
@@ -155,7 +156,8 @@ def import_synthetic(builder: GraphStoreBuilder, dataset: Mapping[str, Any]) -> 
     weights = node_weights(node_rng, params)
     builder.set_num_nodes(params.num_nodes)
     sampler = WeightedSampler(labels, weights, params.num_classes)
-    for start in range(0, params.num_raw_edges, params.chunk_edges):
+    starts = range(0, params.num_raw_edges, params.chunk_edges)
+    for start in progress(starts, len(starts), "generating edge chunks"):
         size = min(params.chunk_edges, params.num_raw_edges - start)
         builder.add_edges(
             edge_chunk(edge_rng, sampler, labels, size, params.homophily), origin="synthetic"
