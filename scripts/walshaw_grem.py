@@ -23,7 +23,11 @@ CHUNK_FRACTIONS = (0.1, 0.01)
 
 def best_known_cut(store: GraphStore, partition_file) -> int:
     """Cut edges of the archive's partition (one part per line, `%` comment lines skipped)."""
-    lines = [line for line in partition_file.read_text().split("\n") if line.strip() and not line.startswith("%")]
+    lines = [
+        line
+        for line in partition_file.read_text().split("\n")
+        if line.strip() and not line.startswith("%")
+    ]
     part = np.array([int(line) for line in lines], dtype=np.int64)
     edges = store.edges()
     return int(np.count_nonzero(part[edges[:, 0]] != part[edges[:, 1]]))
@@ -33,7 +37,11 @@ def grem_cut(store: GraphStore, chunk_fraction: float) -> tuple[int, float, floa
     config = {"name": "grem", "hops": 1, "chunk_fraction": chunk_fraction, "seed_method": "auto"}
     book, _ = run_partition_stage(store, config, 2, 0)
     metrics = book.metrics
-    return round(metrics["edge_cut"] * store.num_edges), metrics["partition_time_s"], metrics["vertex_balance"]
+    return (
+        round(metrics["edge_cut"] * store.num_edges),
+        metrics["partition_time_s"],
+        metrics["vertex_balance"],
+    )
 
 
 def main() -> int:
