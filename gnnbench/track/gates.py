@@ -103,16 +103,24 @@ def median_seconds(work: Callable[[], object], rounds: int) -> float:
 def paired_ratio(
     work: Callable[[], object], reference: Callable[[], object], rounds: int = 5
 ) -> float:
-    """Median over rounds of time(work) / time(reference), each round timing both back to back.
+    """Fastest time(work) over fastest time(reference), the two timed back to back each round.
 
-    Pairing cancels slow drifts of machine load that separate medians would not; each side is
-    repeated (an odd number of times, median taken) until it spans about 0.1 s, so short jobs are
-    not timed at the clock's noise floor.
+    Interference from other processes only ever adds time, so the fastest of several interleaved
+    rounds is the steadiest estimate of each; each side is repeated until it spans about 0.1 s,
+    so short jobs are not timed at the clock's noise floor.
     """
     repeats = [max(1, round(0.1 / median_seconds(job, 1))) for job in (reference, work)]
-    ratios = []
+    fastest_reference = fastest_work = float("inf")
     for _ in range(rounds):
-        reference_seconds = median_seconds(reference, repeats[0] | 1)
-        work_seconds = median_seconds(work, repeats[1] | 1)
-        ratios.append(work_seconds / reference_seconds)
-    return sorted(ratios)[len(ratios) // 2]
+        fastest_reference = min(fastest_reference, _fastest(reference, repeats[0]))
+        fastest_work = min(fastest_work, _fastest(work, repeats[1]))
+    return fastest_work / fastest_reference
+
+
+def _fastest(work: Callable[[], object], repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        work()
+        times.append(time.perf_counter() - started)
+    return min(times)
