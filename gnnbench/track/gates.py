@@ -16,10 +16,10 @@ from pathlib import Path
 
 QUALITY_REL_TOL = 0.01  # RF, edge cut, balance: worse by more than 1% fails
 F1_ABS_TOL = 0.02  # test F1: lower by more than 0.02 fails
-SPEED_MAX_FACTOR = (
-    2.0  # ratio to the degree pass: more than 2x the committed ratio fails (quiet-run
-)
-# ratios moved by up to 1.45x between a fresh-clone CI run and a later quiet run on this machine)
+# Speed: more than 3x the committed ratio to the degree pass fails. The cache-resident degree pass
+# makes the ratio move by up to ~2.3x between a fresh-clone CI run and a long-used checkout on this
+# machine; the committed ratios are CI's.
+SPEED_MAX_FACTOR = 3.0
 
 
 @dataclass(frozen=True)
