@@ -19,6 +19,7 @@ import numpy as np
 
 from gnnbench.data.graph_ops import csr_from_edges
 from gnnbench.data.store import GraphStore, NpyLayout
+from gnnbench.partition.edge_partition import add_replica
 
 ROLE_TRAIN, ROLE_VAL, ROLE_TEST = 1, 2, 3
 
@@ -27,7 +28,7 @@ ROLE_TRAIN, ROLE_VAL, ROLE_TEST = 1, 2, 3
 def _owned_bits(owner, words):
     bits = np.zeros((owner.shape[0], words), dtype=np.uint64)
     for v in range(owner.shape[0]):
-        bits[v, owner[v] >> 6] |= np.uint64(1) << np.uint64(owner[v] & 63)
+        add_replica(bits, v, owner[v])
     return bits
 
 

@@ -91,13 +91,18 @@ def table(gates: Iterable[Gate]) -> str:
     return "\n".join(rows)
 
 
-def median_seconds(work: Callable[[], object], rounds: int) -> float:
+def run_times(work: Callable[[], object], repeats: int) -> list[float]:
+    """Seconds of each of `repeats` calls of `work`."""
     times = []
-    for _ in range(rounds):
+    for _ in range(repeats):
         started = time.perf_counter()
         work()
         times.append(time.perf_counter() - started)
-    return sorted(times)[len(times) // 2]
+    return times
+
+
+def median_seconds(work: Callable[[], object], rounds: int) -> float:
+    return sorted(run_times(work, rounds))[rounds // 2]
 
 
 def paired_ratio(
@@ -112,15 +117,6 @@ def paired_ratio(
     repeats = [max(1, round(0.1 / median_seconds(job, 1))) for job in (reference, work)]
     fastest_reference = fastest_work = float("inf")
     for _ in range(rounds):
-        fastest_reference = min(fastest_reference, _fastest(reference, repeats[0]))
-        fastest_work = min(fastest_work, _fastest(work, repeats[1]))
+        fastest_reference = min(fastest_reference, *run_times(reference, repeats[0]))
+        fastest_work = min(fastest_work, *run_times(work, repeats[1]))
     return fastest_work / fastest_reference
-
-
-def _fastest(work: Callable[[], object], repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        started = time.perf_counter()
-        work()
-        times.append(time.perf_counter() - started)
-    return min(times)
