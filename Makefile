@@ -3,7 +3,7 @@ VENV ?= .venv
 PYTHON := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: install run test bench bench-baselines lint clean
+.PHONY: install run test bench bench-baselines lint clean setup-baselines
 
 install: $(VENV)/.installed
 
@@ -15,6 +15,9 @@ $(VENV)/.installed: pyproject.toml
 
 run: install  ## install, then run the default benchmark (synthetic dataset, SPRING, p=4, 2 workers)
 	$(PYTHON) -m gnnbench $(ARGS)
+
+setup-baselines: install  ## torch-sparse with 64-bit METIS (PyG) and DistDGL's own venv, cached in $GNNBENCH_HOME
+	$(PYTHON) -m gnnbench setup all
 
 test: install  ## install, then run the whole test suite
 	$(PYTHON) -m pytest $(PYTEST_ARGS)

@@ -107,6 +107,10 @@ def main() -> None:
         from gnnbench.track.report import main as report_main
 
         sys.exit(report_main(sys.argv[2:], sweep_by_default=True))
+    if sys.argv[1:2] == ["setup"]:  # `gnnbench setup pyg_metis|distdgl_metis|all`: baselines
+        from gnnbench.partition.baseline_envs import main as setup_main
+
+        sys.exit(setup_main(sys.argv[2:]))
     try:
         check_group_choices(sys.argv[1:])
     except ConfigError as exc:

@@ -11,3 +11,27 @@ class ConfigError(GnnbenchError):
 
 class DataError(GnnbenchError):
     """A data file is missing, malformed or inconsistent."""
+
+
+class BaselineUnavailable(GnnbenchError):
+    """An optional baseline whose environment has not been set up (the message names the command)."""
+
+
+class OutOfMemory(GnnbenchError):
+    """The partition step ran out of memory; `metrics` holds the peak it reached, to be logged."""
+
+    def __init__(self, message: str, metrics: dict[str, float] | None = None):
+        super().__init__(message)
+        self.metrics = dict(metrics or {})
+
+
+def error_record(exc: GnnbenchError) -> dict:
+    """What a child process writes so that its parent can raise the same error (`from_record`)."""
+    return {"type": type(exc).__name__, "message": str(exc), "metrics": getattr(exc, "metrics", {})}
+
+
+def from_record(record: dict) -> GnnbenchError:
+    kinds = {cls.__name__: cls for cls in (ConfigError, DataError, BaselineUnavailable)}
+    if record.get("type") == OutOfMemory.__name__:
+        return OutOfMemory(record["message"], record.get("metrics"))
+    return kinds.get(record.get("type", ""), GnnbenchError)(record["message"])

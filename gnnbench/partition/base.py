@@ -19,14 +19,21 @@ from gnnbench.registry import Registry
 
 @dataclass
 class PartitionResult:
-    """An owner partition for every node, plus algorithm-specific figures to log."""
+    """An owner partition for every node, plus algorithm-specific figures to log.
+
+    `measured` lets a partitioner that runs in a process of its own (DistDGL in its environment)
+    report that process's `partition_peak_mb`, `partition_rss_mb` and `partition_time_s`, which
+    replace the stage's measurement of the (idle) calling process.
+    """
 
     owner: np.ndarray
     stats: dict[str, Any] = field(default_factory=dict)
+    measured: dict[str, float] = field(default_factory=dict)
 
 
 # A partitioner may carry a `prepare_store(store)` attribute: a cached, one-time view of the store
-# it streams (like degree.npy), which the stage builds before the measurement starts.
+# it streams (like degree.npy), which the stage builds before the measurement starts; and
+# `warm_up = False` when it has no JIT to compile before measuring (out-of-process baselines).
 PartitionFn = Callable[[GraphStore, int, int, Mapping[str, Any]], PartitionResult]
 PARTITIONERS: Registry[PartitionFn] = Registry(
     "partitioner", "gnnbench.partition.algorithms", "partitioner.name"

@@ -23,10 +23,18 @@ import numpy as np
 
 from gnnbench.atomic import atomic_directory
 from gnnbench.data.store import GraphStore
-from gnnbench.errors import DataError, GnnbenchError
+from gnnbench.errors import DataError, GnnbenchError, OutOfMemory, error_record, from_record
 from gnnbench.partition.base import PARTITIONERS, algorithm_params, check_num_parts
 from gnnbench.partition.book import PartitionBook, book_path, is_complete
 from gnnbench.partition.gnn_ready import build_partitions
+from gnnbench.partition.memory_limit import (
+    apply_memory_limit,
+    is_out_of_memory,
+    killed_by_signal,
+    memory_limit_bytes,
+    out_of_memory,
+    peak_of,
+)
 
 
 def run_partition_stage(
@@ -45,7 +53,9 @@ def run_partition_stage(
         if node_data
         else book_path(store.name, store.fingerprint, partitioner, p, seed, False)
     )
-    for candidate in (full_book, dest):
+    # Under a memory cap the question is whether the partitioner runs within it, so it always runs.
+    reusable = () if partitioner.get("memory_limit_gb") else (full_book, dest)
+    for candidate in reusable:
         if is_complete(candidate):
             return PartitionBook(candidate), True
     with tempfile.TemporaryDirectory() as scratch:
@@ -59,10 +69,20 @@ def run_partition_stage(
         completed = subprocess.run(command, capture_output=True, text=True)
         if completed.returncode != 0:
             if error_file.is_file():
-                raise GnnbenchError(error_file.read_text().strip())
-            tail = "\n".join(completed.stderr.strip().splitlines()[-15:])
-            raise RuntimeError(f"partition process exited with {completed.returncode}:\n{tail}")
+                raise from_record(json.loads(error_file.read_text()))
+            _raise_for_crash(completed, partitioner)
     return PartitionBook(dest), False
+
+
+def _raise_for_crash(completed: subprocess.CompletedProcess, partitioner: Mapping[str, Any]):
+    signal_name = killed_by_signal(completed.returncode)
+    if signal_name == "SIGKILL" or (signal_name and partitioner.get("memory_limit_gb")):
+        raise OutOfMemory(
+            f"out of memory: the partition process for {partitioner['name']} was killed by "
+            f"{signal_name} (the kernel's out-of-memory killer, or a failed allocation under a cap)"
+        )
+    tail = "\n".join(completed.stderr.strip().splitlines()[-15:])
+    raise RuntimeError(f"partition process exited with {completed.returncode}:\n{tail}")
 
 
 def _tiny_store(directory: Path) -> GraphStore:
@@ -89,16 +109,29 @@ def _warm_up(partition_fn, params: dict, p: int, seed: int, hops: int) -> None:
         build_partitions(store, result.owner, tiny_p, out, hops)
 
 
-def _tracked(tracker_file: Path, work):
-    """Run `work()` under a memray tracker; return its result, heap peak (MB) and seconds."""
+def _tracked(tracker_file: Path, work, name: str = "", limit_bytes: int | None = None):
+    """Run `work()` under a memray tracker; return its result, heap peak (MB) and seconds.
+
+    A failed allocation becomes `OutOfMemory` carrying the peak the work reached.
+    """
     import memray
 
     started = time.perf_counter()
-    with memray.Tracker(tracker_file):
-        result = work()
+    try:
+        with memray.Tracker(tracker_file):
+            result = work()
+    except OutOfMemory:
+        raise
+    except BaseException as exc:
+        if is_out_of_memory(exc):
+            raise out_of_memory(name, limit_bytes, peak_of(tracker_file), _max_rss_mb()) from exc
+        raise
     seconds = time.perf_counter() - started
-    peak = memray.FileReader(tracker_file).metadata.peak_memory / 2**20
-    return result, peak, seconds
+    return result, peak_of(tracker_file), seconds
+
+
+def _max_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def _flamegraph(tracker_file: Path, html: Path) -> None:
@@ -127,15 +160,21 @@ def partition_into(
     hops = int(partitioner.get("hops", 1))
     if hops < 1:
         raise DataError(f"partitioner.hops: expected >= 1, got {hops}")
-    _warm_up(partition_fn, params, p, seed, hops)
+    limit_bytes = memory_limit_bytes(partitioner)
+    if getattr(partition_fn, "warm_up", True):  # out-of-process baselines have no JIT to warm
+        _warm_up(partition_fn, params, p, seed, hops)
     prepare_store = getattr(partition_fn, "prepare_store", None)
     if prepare_store is not None:  # cached per-store views (e.g. node-stream adjacency), unmeasured
         prepare_store(store)
+    apply_memory_limit(limit_bytes)
     with atomic_directory(dest) as tmp:
         result, peak_mb, seconds = _tracked(
-            tmp / "partition.memray", lambda: partition_fn(store, p, seed, params)
+            tmp / "partition.memray",
+            lambda: partition_fn(store, p, seed, params),
+            name,
+            limit_bytes,
         )
-        rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        rss_mb = _max_rss_mb()
         owner = _check_owner(result.owner, store.num_nodes, p, name)
         np.save(tmp / "owner.npy", owner)
         metrics, ready_peak_mb, ready_seconds = _tracked(
@@ -143,6 +182,8 @@ def partition_into(
             lambda: build_partitions(
                 store, owner, p, tmp, hops, int(params.get("chunk_edges", 1 << 20)), node_data
             ),
+            f"{name} (GNN-ready step)",
+            limit_bytes,
         )
         _flamegraph(tmp / "partition.memray", tmp / "partition_flamegraph.html")
         _flamegraph(tmp / "gnn_ready.memray", tmp / "gnn_ready_flamegraph.html")
@@ -154,6 +195,7 @@ def partition_into(
             gnn_ready_peak_mb=ready_peak_mb,
             passes=int(result.stats.pop("passes", 0)),
         )
+        metrics.update(result.measured)  # a baseline measured in its own process reports its own
         meta = {
             "algorithm": name,
             "parameters": params,
@@ -194,7 +236,7 @@ def main(argv: list[str] | None = None) -> int:
             not args.structure_only,
         )
     except GnnbenchError as exc:
-        Path(args.error_file).write_text(str(exc))
+        Path(args.error_file).write_text(json.dumps(error_record(exc)))
         return 2
     return 0
 

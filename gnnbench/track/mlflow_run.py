@@ -164,6 +164,8 @@ def mlflow_run(
             yield logger
         except BaseException as exc:
             retrying(mlflow.set_tags, {"error_type": type(exc).__name__, "error": one_line(exc)})
+            if getattr(exc, "metrics", None):  # e.g. the peak an out-of-memory baseline reached
+                retrying(mlflow.log_metrics, exc.metrics)
             raise
         status = "FINISHED"
     finally:

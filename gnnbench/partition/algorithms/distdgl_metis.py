@@ -1,0 +1,76 @@
+"""DistDGL's METIS partitioning (`dgl.distributed.partition_graph`), run in DGL's own environment.
+
+DGL 2.1.0 cannot share gnnbench's torch, so `distdgl_driver.py` runs under the interpreter of
+`$GNNBENCH_HOME/envs/distdgl` (made by `python -m gnnbench setup distdgl_metis`) and measures
+itself with memray; its peak, RSS and time replace the stage's measurement of this idle caller.
+DGL's node assignment is read back into an owner per node, and from there the partition goes
+through the same GNN-ready step and metrics as every other partitioner.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gnnbench.data.store import GraphStore
+from gnnbench.partition import distdgl_driver
+from gnnbench.partition.base import PARTITIONERS, PartitionResult
+from gnnbench.partition.baseline_envs import distdgl_python
+from gnnbench.partition.memory_limit import is_out_of_memory, killed_by_signal, out_of_memory
+
+NAME = "distdgl_metis"
+
+
+def _current_limit() -> int | None:
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    return None if soft == resource.RLIM_INFINITY else soft
+
+
+def _result(completed: subprocess.CompletedProcess, out: Path) -> dict:
+    """The driver's result.json; a crash without one is out of memory only if a signal says so."""
+    result_file = out / "result.json"
+    if result_file.is_file():
+        result = json.loads(result_file.read_text())
+        if "error" not in result:
+            return result
+        if is_out_of_memory(RuntimeError(result["error"])):
+            raise out_of_memory(NAME, _current_limit(), result["peak_mb"], result["rss_mb"])
+        raise RuntimeError(f"{NAME}: DGL failed: {result['error']}")
+    signal_name = killed_by_signal(completed.returncode)
+    if signal_name == "SIGKILL" or (signal_name and _current_limit()):
+        raise out_of_memory(NAME, _current_limit(), None, 0.0)
+    tail = "\n".join(completed.stderr.strip().splitlines()[-15:])
+    raise RuntimeError(f"{NAME}: driver exited with {completed.returncode}:\n{tail}")
+
+
+@PARTITIONERS.register(NAME)
+def distdgl_metis(
+    store: GraphStore, p: int, seed: int, params: Mapping[str, Any]
+) -> PartitionResult:
+    """Owner per node from DistDGL's METIS partition_graph, measured in its own process."""
+    python = distdgl_python()
+    with tempfile.TemporaryDirectory(prefix="gnnbench-distdgl-") as scratch:
+        command = [str(python), distdgl_driver.__file__, "--store", str(store.path),
+                   "--parts", str(p), "--seed", str(seed), "--out", scratch]  # fmt: skip
+        env = dict(os.environ, DGLBACKEND="pytorch", PYTHONNOUSERSITE="1")
+        env.pop("PYTHONPATH", None)  # gnnbench's environment must not leak into DGL's
+        completed = subprocess.run(command, capture_output=True, text=True, env=env)
+        result = _result(completed, Path(scratch))
+        owner = np.load(Path(scratch) / "owner.npy")
+    measured = {
+        "partition_peak_mb": result["peak_mb"],
+        "partition_rss_mb": result["rss_mb"],
+        "partition_time_s": result["seconds"],
+    }
+    return PartitionResult(owner, {"passes": 1}, measured)
+
+
+distdgl_metis.warm_up = False  # nothing to compile in this process; the driver imports DGL itself

@@ -1,0 +1,233 @@
+"""Set up, and check for, the environments the in-memory METIS baselines need.
+
+    python -m gnnbench setup pyg_metis       # 64-bit METIS + torch-sparse, built once, wheel cached
+    python -m gnnbench setup distdgl_metis   # DGL 2.1.0 + torch 2.2.1 in $GNNBENCH_HOME/envs/distdgl
+
+PyG's `ClusterData` calls METIS through torch-sparse, whose METIS glue passes int64 arrays and so
+needs METIS built with 64-bit `idx_t` (Debian's libmetis is 32-bit). The METIS 5 sources shipped in
+pymetis's sdist are configured that way, so they are compiled into a static, position-independent
+`libmetis.a` and torch-sparse is built against it; the wheel is kept under
+`$GNNBENCH_HOME/wheels/<torch version>/` so a second setup only installs it.
+
+DGL 2.1.0 works only with torch <= 2.2.1, so DistDGL lives in its own virtual environment; gnnbench
+runs its driver script there as a subprocess. An environment counts as set up only when its
+`.complete` marker exists, written last: an interrupted setup is redone from scratch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import urllib.request
+from pathlib import Path
+
+from gnnbench.errors import BaselineUnavailable, GnnbenchError
+from gnnbench.paths import gnnbench_home
+
+TORCH_SPARSE = "torch-sparse==0.6.18"
+METIS_SDIST = ("pymetis", "2025.2.2")  # its sdist carries METIS 5 with IDXTYPEWIDTH 64
+DISTDGL_REQUIREMENTS = [
+    "torch==2.2.1",
+    "dgl==2.1.0",
+    "numpy<2",
+    "setuptools<70",
+    "torchdata==0.7.1",
+    "pandas",
+    "pyyaml",
+    "pydantic",
+    "psutil",
+    "scipy",
+    "memray",
+]
+ENVIRONMENTS = ("pyg_metis", "distdgl_metis")
+
+
+def setup_command(name: str) -> str:
+    return f"python -m gnnbench setup {name}"
+
+
+def _say(message: str) -> None:
+    print(f"gnnbench setup: {message}", file=sys.stderr, flush=True)
+
+
+def _run(command: list[str], **kwargs) -> None:
+    completed = subprocess.run(command, text=True, capture_output=True, **kwargs)
+    if completed.returncode != 0:
+        tail = "\n".join((completed.stdout + completed.stderr).strip().splitlines()[-20:])
+        raise GnnbenchError(f"{' '.join(command[:4])} ... failed:\n{tail}")
+
+
+# --- PyG: torch-sparse with 64-bit METIS -----------------------------------------------------
+
+
+def torch_sparse_with_metis() -> bool:
+    """True when torch-sparse imports and its METIS partition runs on a 4-node path."""
+    try:
+        import torch
+        import torch_sparse  # noqa: F401
+    except (ImportError, OSError):
+        return False
+    rowptr = torch.tensor([0, 1, 3, 5, 6])
+    col = torch.tensor([1, 0, 2, 1, 3, 2])
+    try:
+        parts = torch.ops.torch_sparse.partition(rowptr, col, None, 2, False)
+    except (AttributeError, RuntimeError):
+        return False
+    return sorted(parts.tolist()) == [0, 0, 1, 1]
+
+
+def require_pyg_metis() -> None:
+    if not torch_sparse_with_metis():
+        raise BaselineUnavailable(
+            "partitioner=pyg_metis: torch-sparse with METIS is not installed in this environment; "
+            f"set it up with: {setup_command('pyg_metis')}"
+        )
+
+
+def _fetch_sdist(package: str, version: str, dest: Path) -> Path:
+    """Download one sdist from PyPI by name and version, checking the sha256 PyPI lists."""
+    with urllib.request.urlopen(f"https://pypi.org/pypi/{package}/json") as reply:
+        files = json.load(reply)["releases"][version]
+    sdist = next(f for f in files if f["packagetype"] == "sdist")
+    path = dest / sdist["filename"]
+    with urllib.request.urlopen(sdist["url"]) as reply:
+        path.write_bytes(reply.read())
+    if hashlib.sha256(path.read_bytes()).hexdigest() != sdist["digests"]["sha256"]:
+        raise GnnbenchError(f"{path}: sha256 differs from the one PyPI lists")
+    return path
+
+
+def build_metis64(prefix: Path) -> Path:
+    """Compile METIS 5 (64-bit idx_t) into `prefix/lib/libmetis.a` with `prefix/include/metis.h`."""
+    if (prefix / "lib" / "libmetis.a").is_file():
+        return prefix
+    with tempfile.TemporaryDirectory() as scratch:
+        archive = _fetch_sdist(*METIS_SDIST, Path(scratch))
+        with tarfile.open(archive) as tar:
+            tar.extractall(scratch, filter="data")
+        metis = next(Path(scratch).glob("pymetis-*/src/metis"))
+        header = (metis / "include" / "metis.h").read_text()
+        if "#define IDXTYPEWIDTH 64" not in header:
+            raise GnnbenchError(f"{archive.name}: METIS is not configured with 64-bit indices")
+        sources = sorted((metis / "GKlib").glob("*.c")) + sorted((metis / "libmetis").glob("*.c"))
+        includes = [f"-I{metis / d}" for d in ("GKlib", "include", "libmetis")]
+        objects = []
+        for source in sources:
+            obj = Path(scratch) / f"{source.parent.name}_{source.stem}.o"
+            _run(["cc", "-O3", "-fPIC", "-D_GNU_SOURCE", "-DNDEBUG", *includes, "-c", str(source),
+                  "-o", str(obj)])  # fmt: skip
+            objects.append(str(obj))
+        staging = prefix.with_name(prefix.name + ".tmp")
+        shutil.rmtree(staging, ignore_errors=True)
+        (staging / "lib").mkdir(parents=True)
+        (staging / "include").mkdir()
+        _run(["ar", "rcs", str(staging / "lib" / "libmetis.a"), *objects])
+        shutil.copy(metis / "include" / "metis.h", staging / "include" / "metis.h")
+        shutil.rmtree(prefix, ignore_errors=True)
+        staging.rename(prefix)
+    return prefix
+
+
+def _torch_sparse_wheel_dir() -> Path:
+    import torch
+
+    return gnnbench_home() / "wheels" / f"torch-{torch.__version__}"
+
+
+def setup_pyg_metis() -> None:
+    if torch_sparse_with_metis():
+        _say("pyg_metis: torch-sparse with METIS is already installed")
+        return
+    wheels = _torch_sparse_wheel_dir()
+    cached = sorted(wheels.glob("torch_sparse-*.whl"))
+    if not cached:
+        _say("pyg_metis: building METIS with 64-bit indices")
+        metis = build_metis64(gnnbench_home() / "build" / "metis64")
+        _say(f"pyg_metis: building {TORCH_SPARSE} against it (about 10 minutes on 2 cores)")
+        env = dict(
+            os.environ,
+            WITH_METIS="1",
+            FORCE_ONLY_CPU="1",  # a CPU torch: never try the CUDA kernels, even if nvcc is here
+            CPATH=str(metis / "include"),
+            LIBRARY_PATH=str(metis / "lib"),
+            MAX_JOBS=str(os.cpu_count() or 1),
+        )
+        with tempfile.TemporaryDirectory() as scratch:
+            _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
+                  "--no-binary", "torch-sparse", "-w", scratch, TORCH_SPARSE], env=env)  # fmt: skip
+            built = next(Path(scratch).glob("torch_sparse-*.whl"))
+            wheels.mkdir(parents=True, exist_ok=True)
+            shutil.copy(built, wheels / f".{built.name}.tmp")
+            os.replace(wheels / f".{built.name}.tmp", wheels / built.name)
+        cached = [wheels / built.name]
+    _say(f"pyg_metis: installing {cached[-1].name}")
+    _run(
+        [sys.executable, "-m", "pip", "install", "--no-deps", "--force-reinstall", str(cached[-1])]
+    )
+    if not torch_sparse_with_metis():
+        raise GnnbenchError(f"{cached[-1]}: installed, but its METIS partition does not run")
+    _say("pyg_metis: ready")
+
+
+# --- DistDGL: its own virtual environment ----------------------------------------------------
+
+
+def distdgl_env() -> Path:
+    return gnnbench_home() / "envs" / "distdgl"
+
+
+def distdgl_python() -> Path:
+    """The DistDGL environment's interpreter; a one-line error naming the setup command if absent."""
+    env = distdgl_env()
+    if not (env / ".complete").is_file():
+        raise BaselineUnavailable(
+            f"partitioner=distdgl_metis: the DistDGL environment {env} is not set up; "
+            f"set it up with: {setup_command('distdgl_metis')}"
+        )
+    return env / "bin" / "python"
+
+
+def setup_distdgl() -> None:
+    env = distdgl_env()
+    if (env / ".complete").is_file():
+        _say(f"distdgl_metis: {env} is already set up")
+        return
+    shutil.rmtree(env, ignore_errors=True)  # an interrupted setup starts again
+    _say(f"distdgl_metis: creating {env} (about 5 GB, a few minutes)")
+    _run([sys.executable, "-m", "venv", str(env)])
+    python = str(env / "bin" / "python")
+    _run([python, "-m", "pip", "install", "--quiet", "--upgrade", "pip"])
+    _run([python, "-m", "pip", "install", "--quiet", *DISTDGL_REQUIREMENTS])
+    check = "import dgl, dgl.distributed, memray, torch; print(dgl.__version__, torch.__version__)"
+    _run([python, "-c", check], env=dict(os.environ, DGLBACKEND="pytorch"))
+    (env / ".complete").write_text("\n".join(DISTDGL_REQUIREMENTS) + "\n")
+    _say("distdgl_metis: ready")
+
+
+SETUPS = {"pyg_metis": setup_pyg_metis, "distdgl_metis": setup_distdgl}
+
+
+def main(argv: list[str]) -> int:
+    """`python -m gnnbench setup NAME [NAME ...]` (NAME: pyg_metis, distdgl_metis, all)."""
+    names = list(ENVIRONMENTS) if argv == ["all"] else argv
+    unknown = [name for name in names if name not in SETUPS]
+    if not names or unknown:
+        print(
+            f"gnnbench: error: setup: expected one or more of {', '.join(ENVIRONMENTS)}, all; "
+            f"got {' '.join(argv) or 'nothing'}",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        for name in names:
+            SETUPS[name]()
+    except GnnbenchError as exc:
+        print(f"gnnbench: error: {exc}", file=sys.stderr)
+        return 1
+    return 0

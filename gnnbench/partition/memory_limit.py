@@ -1,0 +1,90 @@
+"""`partitioner.memory_limit_gb`: cap the partition process so that running out of memory is a result.
+
+The in-memory baselines exist to be compared on memory; on a graph they cannot hold, the job must
+end FAILED with reason "out of memory" and the peak it reached, not crash the sweep. The cap is the
+process's address space (RLIMIT_AS), set just before the measured step, so the interpreter and the
+libraries already loaded (about 1 GB with torch) count toward it; processes the step starts (the
+DistDGL driver) inherit it. Allocators then fail in the open — MemoryError, std::bad_alloc, a
+failed mmap — instead of the kernel killing the process.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import signal
+from pathlib import Path
+
+from gnnbench.errors import ConfigError, OutOfMemory
+
+# Substrings of the messages with which numpy, torch (C++), METIS wrappers and the dynamic loader
+# report a failed allocation, lower-cased.
+_OUT_OF_MEMORY_MESSAGES = (
+    "bad_alloc",
+    "can't allocate memory",
+    "cannot allocate memory",
+    "out of memory",
+    "metis_error_memory",
+    "failed to map segment",
+    "unable to allocate",
+)
+
+
+def memory_limit_bytes(partitioner: dict) -> int | None:
+    """The configured cap in bytes, or None; a non-positive or non-numeric value is a config error."""
+    value = partitioner.get("memory_limit_gb")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        raise ConfigError(f"partitioner.memory_limit_gb: expected a positive number, got {value!r}")
+    return int(value * 2**30)
+
+
+def apply_memory_limit(limit_bytes: int | None) -> None:
+    """Cap this process (and the processes it starts) at `limit_bytes` of address space."""
+    if limit_bytes is None:
+        return
+    # glibc reserves 64 MB of address space per malloc arena; keep threads from eating the cap.
+    os.environ["MALLOC_ARENA_MAX"] = "2"
+    resource.setrlimit(resource.RLIMIT_AS, (limit_bytes, limit_bytes))
+
+
+def is_out_of_memory(exc: BaseException) -> bool:
+    if isinstance(exc, MemoryError | OutOfMemory):
+        return True
+    text = f"{type(exc).__name__}: {exc}".lower()
+    return any(message in text for message in _OUT_OF_MEMORY_MESSAGES)
+
+
+def peak_of(tracker_file: Path) -> float | None:
+    """The heap peak (MB) a memray capture reached, also when the tracked work failed."""
+    try:
+        import memray
+
+        return memray.FileReader(tracker_file).metadata.peak_memory / 2**20
+    except Exception:  # an unreadable capture leaves the peak unknown, not the error hidden
+        return None
+
+
+def out_of_memory(
+    name: str, limit_bytes: int | None, peak_mb: float | None, rss_mb: float
+) -> OutOfMemory:
+    """The error a run records: which partitioner, what it reached, under what cap."""
+    reached = f"heap peak {peak_mb:.0f} MB, " if peak_mb is not None else ""
+    cap = f" under partitioner.memory_limit_gb={limit_bytes / 2**30:g}" if limit_bytes else ""
+    metrics = {"partition_rss_mb": rss_mb}
+    if peak_mb is not None:
+        metrics["partition_peak_mb"] = peak_mb
+    return OutOfMemory(
+        f"out of memory: {name} reached {reached}max RSS {rss_mb:.0f} MB{cap}", metrics
+    )
+
+
+def killed_by_signal(returncode: int) -> str | None:
+    """'SIGKILL' etc. when a child process ended by a signal (the kernel's OOM killer sends SIGKILL)."""
+    if returncode >= 0:
+        return None
+    try:
+        return signal.Signals(-returncode).name
+    except ValueError:
+        return f"signal {-returncode}"

@@ -1,0 +1,192 @@
+"""The in-memory METIS baselines: metis (pymetis), pyg_metis (ClusterData), distdgl_metis (DGL).
+
+pyg_metis and distdgl_metis need `python -m gnnbench setup ...` first; locally their tests skip
+without it, in CI (CI=true, where .ci/run sets them up) they fail.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_data_sources import dataset_config
+from test_end_to_end import gnnbench, runs
+
+from gnnbench.data.datasets import prepare_dataset
+from gnnbench.errors import BaselineUnavailable, OutOfMemory
+from gnnbench.partition import baseline_envs
+from gnnbench.partition.stage import run_partition_stage
+from gnnbench.paths import gnnbench_home as home_of_environment
+
+# The cache root this session was started with, where `python -m gnnbench setup` put DGL's env
+# (each test then gets a private GNNBENCH_HOME of its own).
+SETUP_HOME = home_of_environment()
+
+
+def _missing(what: str) -> None:
+    message = f"{what} is not set up: run python -m gnnbench setup {what}"
+    if os.environ.get("CI"):
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+@pytest.fixture
+def pyg_metis_ready():
+    if not baseline_envs.torch_sparse_with_metis():
+        _missing("pyg_metis")
+
+
+@pytest.fixture
+def distdgl_ready(gnnbench_home):
+    """Link the DistDGL environment set up under the session's cache root into the test's root."""
+    env = SETUP_HOME / "envs" / "distdgl"
+    if not (env / ".complete").is_file():
+        _missing("distdgl_metis")
+    (gnnbench_home / "envs").mkdir(parents=True, exist_ok=True)
+    (gnnbench_home / "envs" / "distdgl").symlink_to(env)
+
+
+def _partition(name: str, p: int = 4, **params):
+    store = prepare_dataset(dataset_config("cora"))
+    book, cached = run_partition_stage(store, {"name": name, "hops": 1, **params}, p, 0, False)
+    assert not cached
+    return store, book
+
+
+def _check_book(store, book, p: int) -> np.ndarray:
+    owner = np.load(book.path / "owner.npy")
+    assert owner.shape == (store.num_nodes,) and set(np.unique(owner)) == set(range(p))
+    metrics = book.metrics
+    assert 1.0 < metrics["replication_factor"] < 2.0  # cora: METIS keeps most neighbours local
+    assert 0.0 < metrics["edge_cut"] < 0.2
+    assert metrics["vertex_balance"] < 1.2
+    assert metrics["partition_peak_mb"] > 0 and metrics["partition_rss_mb"] > 0
+    assert metrics["partition_time_s"] > 0
+    return owner
+
+
+def test_metis_on_cora_is_deterministic(gnnbench_home):
+    store, book = _partition("metis")
+    owner = _check_book(store, book, 4)
+    assert json.loads((book.path / "meta.json").read_text())["stats"]["metis_edge_cut"] > 0
+    again = _partition("metis", recursive=False, chunk_edges=1 << 19)[1]  # same owners, new book
+    assert np.array_equal(owner, np.load(again.path / "owner.npy"))
+
+
+def test_pyg_metis_on_cora(gnnbench_home, pyg_metis_ready):
+    store, book = _partition("pyg_metis")
+    _check_book(store, book, 4)
+    # CSR + METIS + the permutation of x (1433-dim features) are inside the measurement.
+    assert book.metrics["partition_peak_mb"] > store.num_nodes * store.feature_dim * 4 / 2**20
+
+
+def test_distdgl_metis_on_cora(gnnbench_home, distdgl_ready):
+    store, book = _partition("distdgl_metis")
+    _check_book(store, book, 4)
+    assert book.metrics["partition_peak_mb"] > store.num_nodes * store.feature_dim * 4 / 2**20
+
+
+def test_missing_pyg_environment_names_the_setup_command(monkeypatch):
+    monkeypatch.setattr(baseline_envs, "torch_sparse_with_metis", lambda: False)
+    with pytest.raises(BaselineUnavailable, match="python -m gnnbench setup pyg_metis"):
+        baseline_envs.require_pyg_metis()
+
+
+def test_missing_distdgl_environment_fails_its_job_only(tmp_path, gnnbench_home):
+    completed = gnnbench(
+        tmp_path, "-m", "dataset=cora", "partitioner=distdgl_metis,metis", "p=4", "train=none"
+    )
+    assert completed.returncode == 1
+    assert "python -m gnnbench setup distdgl_metis" in completed.stderr
+    _, found = runs(tmp_path)
+    status = {r.data.params["partitioner.name"]: r for r in found}
+    assert status["metis"].info.status == "FINISHED"
+    failed = status["distdgl_metis"]
+    assert failed.info.status == "FAILED"
+    assert failed.data.tags["error_type"] == "BaselineUnavailable"
+
+
+def test_missing_environment_single_run_is_one_line(tmp_path, gnnbench_home):
+    completed = gnnbench(tmp_path, "dataset=cora", "partitioner=distdgl_metis", "train=none")
+    assert completed.returncode == 2
+    line = completed.stderr.strip().splitlines()[-1]
+    assert line.startswith("gnnbench: error: partitioner=distdgl_metis") and "setup" in line
+
+
+def test_setup_rejects_unknown_names():
+    completed = subprocess.run(
+        [sys.executable, "-m", "gnnbench", "setup", "metis_for_everyone"],
+        capture_output=True,
+        text=True,
+    )
+    assert completed.returncode == 2
+    assert "expected one or more of pyg_metis, distdgl_metis" in completed.stderr
+
+
+def test_an_allocation_over_the_cap_is_out_of_memory(tmp_path):
+    """Under the cap a failed allocation becomes OutOfMemory carrying the peak reached."""
+    script = textwrap.dedent(
+        f"""
+        import numpy as np
+        from pathlib import Path
+        from gnnbench.partition.memory_limit import apply_memory_limit
+        from gnnbench.partition.stage import _tracked
+        from gnnbench.errors import OutOfMemory
+
+        def work():
+            kept = np.ones(64 * 2**20 // 8)          # 64 MB the tracker sees
+            return kept.sum() + np.ones(2**40 // 8).sum()  # 1 TB: refused under any cap here
+
+        apply_memory_limit(16 * 2**30)
+        try:
+            _tracked(Path({str(tmp_path)!r}) / "t.memray", work, "planted", 16 * 2**30)
+        except OutOfMemory as exc:
+            print(exc)
+            print(exc.metrics["partition_peak_mb"])
+        """
+    )
+    completed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    message, peak = completed.stdout.strip().splitlines()
+    assert message.startswith("out of memory: planted reached heap peak")
+    assert "partitioner.memory_limit_gb=16" in message
+    assert 64 <= float(peak) < 1024
+
+
+def test_out_of_memory_errors_are_recognised():
+    from gnnbench.partition.memory_limit import is_out_of_memory
+
+    assert is_out_of_memory(MemoryError())
+    assert is_out_of_memory(RuntimeError("std::bad_alloc"))
+    assert is_out_of_memory(RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried"))
+    assert is_out_of_memory(OutOfMemory("out of memory: x"))
+    assert not is_out_of_memory(ValueError("p must be positive"))
+
+
+@pytest.mark.slow
+def test_cap_fails_metis_cleanly_and_spring_finishes(tmp_path, gnnbench_home):
+    """A cap METIS cannot live under but SPRING can: METIS FAILED (out of memory), SPRING FINISHED."""
+    graph = ["dataset=synthetic", "dataset.num_nodes=400000", "dataset.avg_degree=20",
+             "dataset.feature_dim=8"]  # fmt: skip
+    completed = gnnbench(
+        tmp_path, "-m", *graph, "partitioner=spring,metis", "p=4", "train=none",
+        "partitioner.memory_limit_gb=1.6", timeout=900,
+    )  # fmt: skip
+    assert completed.returncode == 1, completed.stderr[-3000:]
+    _, found = runs(tmp_path)
+    by_name = {r.data.params["partitioner.name"]: r for r in found}
+    assert by_name["spring"].info.status == "FINISHED"
+    metis = by_name["metis"]
+    assert metis.info.status == "FAILED"
+    assert metis.data.tags["error_type"] == "OutOfMemory"
+    assert metis.data.tags["error"].startswith("out of memory: metis reached")
+    assert (
+        metis.data.metrics["partition_rss_mb"] > by_name["spring"].data.metrics["partition_rss_mb"]
+    )
+    assert not list(Path(gnnbench_home, "partitions").glob("*metis*"))  # nothing half-written
