@@ -131,7 +131,7 @@ def main() -> None:
         "## Under a memory cap",
         "",
         "`experiment=baseline_memory_cap`: the generated graph with `partitioner.memory_limit_gb`",
-        "(RLIMIT_AS of the partition process, interpreter and libraries included).",
+        "(RLIMIT_DATA of the partition process: heap and anonymous memory, imports included).",
         "",
         *detail_table(capped),
         "",

@@ -176,7 +176,7 @@ def test_cap_fails_metis_cleanly_and_spring_finishes(tmp_path, gnnbench_home):
              "dataset.feature_dim=8"]  # fmt: skip
     completed = gnnbench(
         tmp_path, "-m", *graph, "partitioner=spring,metis", "p=4", "train=none",
-        "partitioner.memory_limit_gb=1.6", timeout=900,
+        "partitioner.memory_limit_gb=0.75", timeout=900,
     )  # fmt: skip
     assert completed.returncode == 1, completed.stderr[-3000:]
     _, found = runs(tmp_path)

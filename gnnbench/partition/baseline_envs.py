@@ -1,12 +1,12 @@
 """Set up, and check for, the environments the in-memory METIS baselines need.
 
-    python -m gnnbench setup pyg_metis       # 64-bit METIS + torch-sparse, built once, wheel cached
+    python -m gnnbench setup pyg_metis       # 64-bit METIS, torch-scatter, torch-sparse; wheels cached
     python -m gnnbench setup distdgl_metis   # DGL 2.1.0 + torch 2.2.1 in $GNNBENCH_HOME/envs/distdgl
 
-PyG's `ClusterData` calls METIS through torch-sparse, whose METIS glue passes int64 arrays and so
-needs METIS built with 64-bit `idx_t` (Debian's libmetis is 32-bit). The METIS 5 sources shipped in
+PyG's `ClusterData` calls METIS through torch-sparse (which imports torch-scatter), whose METIS
+glue passes int64 arrays and so needs METIS built with 64-bit `idx_t` (Debian's is 32-bit). The METIS 5 sources shipped in
 pymetis's sdist are configured that way, so they are compiled into a static, position-independent
-`libmetis.a` and torch-sparse is built against it; the wheel is kept under
+`libmetis.a` and torch-sparse is built against it; both wheels are kept under
 `$GNNBENCH_HOME/wheels/<torch version>/` so a second setup only installs it.
 
 DGL 2.1.0 works only with torch <= 2.2.1, so DistDGL lives in its own virtual environment; gnnbench
@@ -25,12 +25,14 @@ import sys
 import tarfile
 import tempfile
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 
 from gnnbench.errors import BaselineUnavailable, GnnbenchError
 from gnnbench.paths import gnnbench_home
 
 TORCH_SPARSE = "torch-sparse==0.6.18"
+TORCH_SCATTER = "torch-scatter==2.1.2"
 METIS_SDIST = ("pymetis", "2025.2.2")  # its sdist carries METIS 5 with IDXTYPEWIDTH 64
 DISTDGL_REQUIREMENTS = [
     "torch==2.2.1",
@@ -134,44 +136,56 @@ def build_metis64(prefix: Path) -> Path:
     return prefix
 
 
-def _torch_sparse_wheel_dir() -> Path:
+def _wheel_dir() -> Path:
     import torch
 
     return gnnbench_home() / "wheels" / f"torch-{torch.__version__}"
+
+
+def _metis64_build_env() -> dict[str, str]:
+    """Build variables that make torch-sparse compile its METIS glue against a 64-bit METIS."""
+    _say("pyg_metis: building METIS with 64-bit indices")
+    metis = build_metis64(gnnbench_home() / "build" / "metis64")
+    return dict(
+        os.environ,
+        WITH_METIS="1",
+        CPATH=str(metis / "include"),
+        LIBRARY_PATH=str(metis / "lib"),
+    )
+
+
+def _wheel(requirement: str, build_env: Callable[[], dict[str, str]] | None = None) -> Path:
+    """The cached wheel of `requirement` for this torch, built from its sdist first if missing."""
+    wheels = _wheel_dir()
+    prefix = requirement.split("==")[0].replace("-", "_")
+    cached = sorted(wheels.glob(f"{prefix}-*.whl"))
+    if cached:
+        return cached[-1]
+    _say(f"pyg_metis: building {requirement} (several minutes on 2 cores)")
+    env = build_env() if build_env else dict(os.environ)
+    env.update(FORCE_ONLY_CPU="1", MAX_JOBS=str(os.cpu_count() or 1))  # CPU torch: no CUDA kernels
+    with tempfile.TemporaryDirectory() as scratch:
+        _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
+              "--no-binary", requirement.split("==")[0], "-w", scratch, requirement],
+             env=env)  # fmt: skip
+        built = next(Path(scratch).glob(f"{prefix}-*.whl"))
+        wheels.mkdir(parents=True, exist_ok=True)
+        shutil.copy(built, wheels / f".{built.name}.tmp")
+        os.replace(wheels / f".{built.name}.tmp", wheels / built.name)
+    return wheels / built.name
 
 
 def setup_pyg_metis() -> None:
     if torch_sparse_with_metis():
         _say("pyg_metis: torch-sparse with METIS is already installed")
         return
-    wheels = _torch_sparse_wheel_dir()
-    cached = sorted(wheels.glob("torch_sparse-*.whl"))
-    if not cached:
-        _say("pyg_metis: building METIS with 64-bit indices")
-        metis = build_metis64(gnnbench_home() / "build" / "metis64")
-        _say(f"pyg_metis: building {TORCH_SPARSE} against it (about 10 minutes on 2 cores)")
-        env = dict(
-            os.environ,
-            WITH_METIS="1",
-            FORCE_ONLY_CPU="1",  # a CPU torch: never try the CUDA kernels, even if nvcc is here
-            CPATH=str(metis / "include"),
-            LIBRARY_PATH=str(metis / "lib"),
-            MAX_JOBS=str(os.cpu_count() or 1),
-        )
-        with tempfile.TemporaryDirectory() as scratch:
-            _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-                  "--no-binary", "torch-sparse", "-w", scratch, TORCH_SPARSE], env=env)  # fmt: skip
-            built = next(Path(scratch).glob("torch_sparse-*.whl"))
-            wheels.mkdir(parents=True, exist_ok=True)
-            shutil.copy(built, wheels / f".{built.name}.tmp")
-            os.replace(wheels / f".{built.name}.tmp", wheels / built.name)
-        cached = [wheels / built.name]
-    _say(f"pyg_metis: installing {cached[-1].name}")
-    _run(
-        [sys.executable, "-m", "pip", "install", "--no-deps", "--force-reinstall", str(cached[-1])]
-    )
+    scatter = _wheel(TORCH_SCATTER)  # torch_sparse imports torch_scatter
+    sparse = _wheel(TORCH_SPARSE, _metis64_build_env)
+    _say(f"pyg_metis: installing {scatter.name} and {sparse.name}")
+    _run([sys.executable, "-m", "pip", "install", "--no-deps", "--force-reinstall", str(scatter),
+          str(sparse)])  # fmt: skip
     if not torch_sparse_with_metis():
-        raise GnnbenchError(f"{cached[-1]}: installed, but its METIS partition does not run")
+        raise GnnbenchError(f"{sparse}: installed, but its METIS partition does not run")
     _say("pyg_metis: ready")
 
 

@@ -84,21 +84,24 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
-    import dgl  # noqa: F401  (imported before the tracker starts)
-    import dgl.distributed  # noqa: F401
-    import memray
-
-    tracker = args.out / "partition.memray"
-    result: dict = {}
-    started = time.perf_counter()
+    result: dict = {"peak_mb": None}
     try:
-        with memray.Tracker(tracker):
-            owner = partition(args.store, args.parts, args.seed, args.out)
-        result["seconds"] = time.perf_counter() - started
-        np.save(args.out / "owner.npy", owner)
+        import dgl  # noqa: F401  (imported before the tracker starts, as gnnbench's stage does)
+        import dgl.distributed  # noqa: F401
+        import memray
+
+        tracker = args.out / "partition.memray"
+        started = time.perf_counter()
+        try:
+            with memray.Tracker(tracker):
+                owner = partition(args.store, args.parts, args.seed, args.out)
+            result["seconds"] = time.perf_counter() - started
+            np.save(args.out / "owner.npy", owner)
+        finally:
+            if tracker.is_file():
+                result["peak_mb"] = memray.FileReader(tracker).metadata.peak_memory / 2**20
     except Exception as exc:  # reported to gnnbench, which tells out-of-memory from other failures
         result["error"] = f"{type(exc).__name__}: {exc}"
-    result["peak_mb"] = memray.FileReader(tracker).metadata.peak_memory / 2**20
     result["rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     (args.out / "result.json").write_text(json.dumps(result))
     return 1 if "error" in result else 0

@@ -1,11 +1,13 @@
 """`partitioner.memory_limit_gb`: cap the partition process so that running out of memory is a result.
 
 The in-memory baselines exist to be compared on memory; on a graph they cannot hold, the job must
-end FAILED with reason "out of memory" and the peak it reached, not crash the sweep. The cap is the
-process's address space (RLIMIT_AS), set just before the measured step, so the interpreter and the
-libraries already loaded (about 1 GB with torch) count toward it; processes the step starts (the
-DistDGL driver) inherit it. Allocators then fail in the open — MemoryError, std::bad_alloc, a
-failed mmap — instead of the kernel killing the process.
+end FAILED with reason "out of memory" and the peak it reached, not crash the sweep. The cap is
+RLIMIT_DATA: the process's private writable memory (heap, anonymous mmaps, what the interpreter
+and imports already hold, about 250 MB), set just before the measured step and inherited by the
+processes the step starts (the DistDGL driver). Unlike RLIMIT_AS it does not count shared
+libraries mapped read-only, so DistDGL's CUDA build of torch can still load under a small cap.
+Allocators then fail in the open (MemoryError, std::bad_alloc, ENOMEM) instead of the kernel's
+out-of-memory killer ending the process.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ import signal
 from pathlib import Path
 
 from gnnbench.errors import ConfigError, OutOfMemory
+
+LIMIT = resource.RLIMIT_DATA
 
 # Substrings of the messages with which numpy, torch (C++), METIS wrappers and the dynamic loader
 # report a failed allocation, lower-cased.
@@ -41,12 +45,18 @@ def memory_limit_bytes(partitioner: dict) -> int | None:
 
 
 def apply_memory_limit(limit_bytes: int | None) -> None:
-    """Cap this process (and the processes it starts) at `limit_bytes` of address space."""
+    """Cap this process (and the processes it starts) at `limit_bytes` of private memory."""
     if limit_bytes is None:
         return
-    # glibc reserves 64 MB of address space per malloc arena; keep threads from eating the cap.
+    # Fewer malloc arenas: each thread's arena holds memory of its own against the cap.
     os.environ["MALLOC_ARENA_MAX"] = "2"
-    resource.setrlimit(resource.RLIMIT_AS, (limit_bytes, limit_bytes))
+    resource.setrlimit(LIMIT, (limit_bytes, limit_bytes))
+
+
+def current_memory_limit() -> int | None:
+    """The cap this process runs under (bytes), or None."""
+    soft, _ = resource.getrlimit(LIMIT)
+    return None if soft == resource.RLIM_INFINITY else soft
 
 
 def is_out_of_memory(exc: BaseException) -> bool:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import subprocess
 import tempfile
 from collections.abc import Mapping
@@ -24,14 +23,14 @@ from gnnbench.data.store import GraphStore
 from gnnbench.partition import distdgl_driver
 from gnnbench.partition.base import PARTITIONERS, PartitionResult
 from gnnbench.partition.baseline_envs import distdgl_python
-from gnnbench.partition.memory_limit import is_out_of_memory, killed_by_signal, out_of_memory
+from gnnbench.partition.memory_limit import (
+    current_memory_limit,
+    is_out_of_memory,
+    killed_by_signal,
+    out_of_memory,
+)
 
 NAME = "distdgl_metis"
-
-
-def _current_limit() -> int | None:
-    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
-    return None if soft == resource.RLIM_INFINITY else soft
 
 
 def _result(completed: subprocess.CompletedProcess, out: Path) -> dict:
@@ -42,11 +41,11 @@ def _result(completed: subprocess.CompletedProcess, out: Path) -> dict:
         if "error" not in result:
             return result
         if is_out_of_memory(RuntimeError(result["error"])):
-            raise out_of_memory(NAME, _current_limit(), result["peak_mb"], result["rss_mb"])
+            raise out_of_memory(NAME, current_memory_limit(), result["peak_mb"], result["rss_mb"])
         raise RuntimeError(f"{NAME}: DGL failed: {result['error']}")
     signal_name = killed_by_signal(completed.returncode)
-    if signal_name == "SIGKILL" or (signal_name and _current_limit()):
-        raise out_of_memory(NAME, _current_limit(), None, 0.0)
+    if signal_name == "SIGKILL" or (signal_name and current_memory_limit()):
+        raise out_of_memory(NAME, current_memory_limit(), None, 0.0)
     tail = "\n".join(completed.stderr.strip().splitlines()[-15:])
     raise RuntimeError(f"{NAME}: driver exited with {completed.returncode}:\n{tail}")
 

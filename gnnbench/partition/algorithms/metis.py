@@ -15,6 +15,7 @@ import numpy as np
 
 from gnnbench.data.store import GraphStore
 from gnnbench.partition.base import PARTITIONERS, PartitionResult
+from gnnbench.partition.memory_limit import current_memory_limit
 
 
 @PARTITIONERS.register("metis")
@@ -25,11 +26,18 @@ def metis(store: GraphStore, p: int, seed: int, params: Mapping[str, Any]) -> Pa
     if p == 1:
         return PartitionResult(np.zeros(store.num_nodes, dtype=np.int32), {"passes": 1})
     indptr, indices = store.csr()
-    edge_cut, membership = pymetis.part_graph(
-        p,
-        pymetis.CSRAdjacency(indptr, indices),
-        recursive=bool(params.get("recursive", False)),
-        options=pymetis.Options(seed=int(seed)),
-    )
+    try:
+        edge_cut, membership = pymetis.part_graph(
+            p,
+            pymetis.CSRAdjacency(indptr, indices),
+            recursive=bool(params.get("recursive", False)),
+            options=pymetis.Options(seed=int(seed)),
+        )
+    except RuntimeError as exc:
+        # pymetis throws METIS's error codes as pointers, which pybind11 reports as "unknown".
+        # On a valid CSR that leaves METIS_ERROR_MEMORY; without a cap, say what is known.
+        if "unknown exception" in str(exc) and current_memory_limit() is not None:
+            raise MemoryError("METIS failed under the memory cap (METIS_ERROR_MEMORY)") from exc
+        raise RuntimeError(f"pymetis: METIS failed ({exc}; most likely out of memory)") from exc
     owner = np.asarray(membership, dtype=np.int32)
     return PartitionResult(owner, {"passes": 1, "metis_edge_cut": int(edge_cut)})
