@@ -98,18 +98,26 @@ def test_missing_pyg_environment_names_the_setup_command(monkeypatch):
         baseline_envs.require_pyg_metis()
 
 
-def test_missing_distdgl_environment_fails_its_job_only(tmp_path, gnnbench_home):
+def _one_job_failed(tmp_path, overrides, finished: str, failed: str, error_type: str, timeout=300):
+    """Sweep `partitioner=<finished>,<failed>`: one FINISHED, one FAILED with `error_type`."""
+    partitioners = f"partitioner={finished},{failed}"
     completed = gnnbench(
-        tmp_path, "-m", "dataset=cora", "partitioner=distdgl_metis,metis", "p=4", "train=none"
+        tmp_path, "-m", *overrides, partitioners, "p=4", "train=none", timeout=timeout
     )
-    assert completed.returncode == 1
-    assert "python -m gnnbench setup distdgl_metis" in completed.stderr
+    assert completed.returncode == 1, completed.stderr[-3000:]
     _, found = runs(tmp_path)
-    status = {r.data.params["partitioner.name"]: r for r in found}
-    assert status["metis"].info.status == "FINISHED"
-    failed = status["distdgl_metis"]
-    assert failed.info.status == "FAILED"
-    assert failed.data.tags["error_type"] == "BaselineUnavailable"
+    by_name = {r.data.params["partitioner.name"]: r for r in found}
+    assert by_name[finished].info.status == "FINISHED"
+    assert by_name[failed].info.status == "FAILED"
+    assert by_name[failed].data.tags["error_type"] == error_type
+    return completed, by_name[finished], by_name[failed]
+
+
+def test_missing_distdgl_environment_fails_its_job_only(tmp_path, gnnbench_home):
+    completed, _, _ = _one_job_failed(
+        tmp_path, ["dataset=cora"], "metis", "distdgl_metis", "BaselineUnavailable"
+    )
+    assert "python -m gnnbench setup distdgl_metis" in completed.stderr
 
 
 def test_missing_environment_single_run_is_one_line(tmp_path, gnnbench_home):
@@ -174,19 +182,11 @@ def test_cap_fails_metis_cleanly_and_spring_finishes(tmp_path, gnnbench_home):
     """A cap METIS cannot live under but SPRING can: METIS FAILED (out of memory), SPRING FINISHED."""
     graph = ["dataset=synthetic", "dataset.num_nodes=400000", "dataset.avg_degree=20",
              "dataset.feature_dim=8"]  # fmt: skip
-    completed = gnnbench(
-        tmp_path, "-m", *graph, "partitioner=spring,metis", "p=4", "train=none",
-        "partitioner.memory_limit_gb=0.75", timeout=900,
-    )  # fmt: skip
-    assert completed.returncode == 1, completed.stderr[-3000:]
-    _, found = runs(tmp_path)
-    by_name = {r.data.params["partitioner.name"]: r for r in found}
-    assert by_name["spring"].info.status == "FINISHED"
-    metis = by_name["metis"]
-    assert metis.info.status == "FAILED"
-    assert metis.data.tags["error_type"] == "OutOfMemory"
-    assert metis.data.tags["error"].startswith("out of memory: metis reached")
-    assert (
-        metis.data.metrics["partition_rss_mb"] > by_name["spring"].data.metrics["partition_rss_mb"]
+    cap = "partitioner.memory_limit_gb=0.75"
+    _, spring, metis = _one_job_failed(
+        tmp_path, [*graph, cap], "spring", "metis", "OutOfMemory", 900
     )
+    assert metis.data.tags["error"].startswith("out of memory: metis reached")
+    peak = metis.data.metrics["partition_peak_mb"]  # the peak it reached, logged
+    assert peak > 4 * spring.data.metrics["partition_peak_mb"]
     assert not list(Path(gnnbench_home, "partitions").glob("*metis*"))  # nothing half-written

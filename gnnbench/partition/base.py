@@ -33,7 +33,8 @@ class PartitionResult:
 
 # A partitioner may carry a `prepare_store(store)` attribute: a cached, one-time view of the store
 # it streams (like degree.npy), which the stage builds before the measurement starts; and
-# `warm_up = False` when it has no JIT to compile before measuring (out-of-process baselines).
+# `warm_up = False` when it has no JIT to compile before measuring (out-of-process baselines); and
+# `in_memory_baseline = True` for the METIS baselines, which the streaming gates in bench/ skip.
 PartitionFn = Callable[[GraphStore, int, int, Mapping[str, Any]], PartitionResult]
 PARTITIONERS: Registry[PartitionFn] = Registry(
     "partitioner", "gnnbench.partition.algorithms", "partitioner.name"
@@ -41,6 +42,15 @@ PARTITIONERS: Registry[PartitionFn] = Registry(
 
 # Config keys of the partitioner group that drive the shared machinery, not the algorithm.
 SHARED_KEYS = ("name", "hops", "memory_limit_gb")
+
+
+def streaming_partitioners() -> list[str]:
+    """Registered partitioners other than the in-memory baselines (what bench/ gates)."""
+    return [
+        name
+        for name in PARTITIONERS.names()
+        if not getattr(PARTITIONERS.get(name), "in_memory_baseline", False)
+    ]
 
 
 def check_num_parts(p: Any, num_nodes: int, dataset: str) -> int:

@@ -73,3 +73,4 @@ def distdgl_metis(
 
 
 distdgl_metis.warm_up = False  # nothing to compile in this process; the driver imports DGL itself
+distdgl_metis.in_memory_baseline = True
