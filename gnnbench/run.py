@@ -19,12 +19,33 @@ log = logging.getLogger(__name__)
 def _check_axes(config: Mapping[str, Any]) -> None:
     for key in ("p", "sync_interval", "num_gpus", "seed"):
         value = config.get(key)
+        if key == "p" and value == "auto":
+            continue
         if isinstance(value, bool) or not isinstance(value, int):
-            raise ConfigError(f"{key}: expected a whole number, got {value!r}")
+            raise ConfigError(
+                f"{key}: expected a whole number{' or auto' if key == 'p' else ''}, got {value!r}"
+            )
     if config["sync_interval"] < 1:
         raise ConfigError(f"sync_interval: expected >= 1 epoch, got {config['sync_interval']}")
     if config["num_gpus"] < 1:
         raise ConfigError(f"num_gpus: expected >= 1 worker, got {config['num_gpus']}")
+
+
+def _num_parts(config: Mapping[str, Any], store, tracker) -> int:
+    """config.p, or with p=auto SDT-GNN's choice from the memory budget (logged as num_parts)."""
+    if config["p"] != "auto":
+        return config["p"]
+    from gnnbench.train.memory_budget import auto_num_parts
+
+    data_bytes = store.num_edges * 2 * store.id_dtype.itemsize + store.num_nodes * (
+        store.feature_layout().row_bytes if store.has_features else 0
+    )
+    choice = auto_num_parts(data_bytes, config["num_gpus"], config["train"])
+    tracker.log_auto_p(choice)
+    log.info("p=auto: %d partitions (%.0f MB of graph and features, %.0f MB per worker from %s)",
+             choice["p"], choice["auto_p_data_mb"], choice["auto_p_worker_mem_mb"],
+             choice["auto_p_memory_source"])  # fmt: skip
+    return choice["p"]
 
 
 def run(
@@ -40,7 +61,7 @@ def run(
             config["train"],
             config["model"],
             config["num_gpus"],
-            config["p"],
+            None if config["p"] == "auto" else config["p"],
             config["sync_interval"],
             config["seed"],
         )
@@ -57,8 +78,9 @@ def run(
             store.path,
         )
 
+        p = _num_parts(config, store, tracker)
         book, cached = run_partition_stage(
-            store, config["partitioner"], config["p"], config["seed"], node_data=training
+            store, config["partitioner"], p, config["seed"], node_data=training
         )
         tracker.log_partition(book.path, book.metrics, book.meta.get("stats", {}), cached)
         summary.update(
@@ -66,7 +88,7 @@ def run(
         )
         log.info(
             "partition: %s p=%d RF=%.3f edge cut=%.3f peak=%.1f MB%s",
-            config["partitioner"]["name"], config["p"], book.metrics["replication_factor"],
+            config["partitioner"]["name"], p, book.metrics["replication_factor"],
             book.metrics["edge_cut"], book.metrics["partition_peak_mb"], " (cached)" if cached else "",
         )  # fmt: skip
 

@@ -190,3 +190,16 @@ def test_joblib_sweep_loses_no_run(tmp_path, gnnbench_home):
     assert completed.returncode == 1, completed.stderr[-2000:]
     jobs = [r for r in all_runs(tmp_path) if r.data.tags.get("gnnbench.role") == "job"]
     assert sorted(r.info.status for r in jobs) == ["FAILED"] * 2 + ["FINISHED"] * 4
+
+
+def test_auto_p_is_logged(tmp_path, gnnbench_home):
+    """cora: 2708 x 1433 float32 features + 5278 int32 edges; 0.01 GB workers keep a third."""
+    completed = gnnbench(
+        tmp_path, "dataset=cora", "p=auto", "train=none", "+train.worker_mem_gb=0.01"
+    )
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    _, (run,) = runs(tmp_path)
+    data_bytes = 5278 * 2 * 4 + 2708 * 1433 * 4
+    share = 0.01 * 2**30 * (1 - 2 / 3)
+    assert run.data.metrics["num_parts"] == int(np.ceil(data_bytes / share)) == 5
+    assert run.data.params["p"] == "auto"

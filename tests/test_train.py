@@ -15,6 +15,7 @@ from gnnbench.data.builder import GraphStoreBuilder
 from gnnbench.data.graph_ops import csr_from_edges
 from gnnbench.data.store import GraphStore
 from gnnbench.errors import ConfigError
+from gnnbench.partition.book import PartitionBook
 from gnnbench.train.metrics import confusion_counts, f1_scores
 from gnnbench.train.models import MODELS
 from gnnbench.train.runner import check_training_config, run_training
@@ -23,7 +24,8 @@ from gnnbench.train.sync import all_reduce_average, weighted_state_sum
 
 RESULT_KEYS = {
     "epoch_time_s", "sync_time_s", "val_f1_micro", "test_f1_micro", "test_f1_macro",
-    "num_epochs", "num_workers", "world_size", "device", "history",
+    "num_epochs", "num_workers", "world_size", "device", "history", "sync_count",
+    "train_nodes_per_epoch",
 }  # fmt: skip
 SAGE = {"name": "sage", "layers": 2, "hidden": 32, "dropout": 0.5}
 FAST = {"epochs": 3, "fanouts": [5, 5], "batch_size": 64, "timeout_s": 120}
@@ -146,7 +148,32 @@ def test_weighted_average_of_two_states():
 
 
 def test_models_are_registered():
-    assert {"sage", "mlp"} <= set(MODELS.names())
+    assert {"sage", "mlp", "gcn", "gat"} <= set(MODELS.names())
+
+
+def test_block_gcn_matches_pyg_gcn_on_a_whole_graph():
+    """On a symmetric graph taken whole (targets = sources) the block GCN is PyG's GCNConv."""
+    from torch_geometric.nn import GCNConv
+
+    from gnnbench.train.models.gcn import BlockGCNConv
+
+    indptr, indices = random_csr()
+    n = len(indptr) - 1
+    target = torch.from_numpy(np.repeat(np.arange(n), np.diff(indptr)))
+    edge_index = torch.stack([torch.from_numpy(indices), target])
+    x = torch.randn(n, 8)
+    ours, pyg = BlockGCNConv(8, 4), GCNConv(8, 4)
+    with torch.no_grad():
+        pyg.lin.weight.copy_(ours.linear.weight)
+        pyg.bias.zero_()
+    assert torch.allclose(ours((x, x), edge_index, (n, n)), pyg(x, edge_index), atol=1e-5)
+
+
+def test_gat_hidden_must_divide_into_heads():
+    from gnnbench.train.models import build_model
+
+    with pytest.raises(ConfigError, match="multiple of model.heads=4"):
+        build_model(8, 3, {"name": "gat", "layers": 2, "hidden": 30, "heads": 4})
 
 
 # --- whole runs ----------------------------------------------------------------------------------
@@ -158,7 +185,7 @@ def check_result(result: dict, epochs: int) -> None:
     assert result["epoch_time_s"] > 0
 
 
-@pytest.mark.parametrize("model", ["sage", "mlp"])
+@pytest.mark.parametrize("model", ["sage", "mlp", "gcn", "gat"])
 def test_centralized_run(graph, model):
     store, _ = graph
     result = run_training(
@@ -222,3 +249,71 @@ def test_failing_worker_fails_the_run_fast(graph, tmp_path):
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)
     assert time.monotonic() - started < 30
+
+
+def skewed_book(store: GraphStore, path: Path, share: float) -> Path:
+    """A p=2 book whose partition 0 owns `share` of the nodes (hence of the training nodes)."""
+    import json
+
+    from gnnbench.partition.gnn_ready import build_partitions
+
+    owner = (np.random.default_rng(1).random(store.num_nodes) > share).astype(np.int32)
+    path.mkdir()
+    np.save(path / "owner.npy", owner)
+    metrics = build_partitions(store, owner, 2, path)
+    (path / "meta.json").write_text(json.dumps({"p": 2, "metrics": metrics}))
+    return path
+
+
+@pytest.mark.distributed
+def test_grad_avg_two_workers(graph):
+    store, book = graph
+    train = {"mode": "grad_avg", **FAST}
+    result = run_training(store.path, book, train, SAGE, 2, 1, 0)
+    check_result(result, 3)
+    assert result["world_size"] == 2 and result["sync_time_s"] > 0
+    train_nodes = len(store.split()["train"])
+    assert result["train_nodes_per_epoch"] == train_nodes
+    per_part = [len(PartitionBook(book).load(i).split["train"]) for i in range(2)]
+    assert result["sync_count"] == max(-(-n // FAST["batch_size"]) for n in per_part)
+    assert result["history"][-1]["train_loss"] < result["history"][0]["train_loss"]
+
+
+@pytest.mark.distributed
+def test_grad_avg_skewed_partitions_use_every_training_node(graph, tmp_path):
+    """One rank holds ~5x the other's batches: the run finishes and trains every node each epoch."""
+    store, _ = graph
+    book = skewed_book(store, tmp_path / "skewed", share=5 / 6)
+    per_part = [len(PartitionBook(book).load(i).split["train"]) for i in range(2)]
+    train = {"mode": "grad_avg", **FAST, "batch_size": 8}
+    batches = [-(-n // 8) for n in per_part]
+    assert max(batches) >= 4 * min(batches)
+    result = run_training(store.path, book, train, SAGE, 2, 1, 0)
+    assert result["train_nodes_per_epoch"] == sum(per_part) == len(store.split()["train"])
+    assert result["sync_count"] == max(batches)
+
+
+@pytest.mark.distributed
+def test_grad_avg_failing_worker_fails_fast(graph, tmp_path):
+    store, book = graph
+    broken = tmp_path / "book"
+    shutil.copytree(book, broken)
+    (broken / "part-1" / "indptr.npy").unlink()
+    started = time.monotonic()
+    with pytest.raises(RuntimeError, match=r"^worker 1 failed: FileNotFoundError"):
+        run_training(store.path, broken, {"mode": "grad_avg", **FAST}, SAGE, 2, 1, 0)
+    assert time.monotonic() - started < 30
+
+
+def test_auto_p_follows_sdt_gnn_rule():
+    from gnnbench.train.memory_budget import choose_num_parts
+
+    gib = 2**30
+    # M = 12 GiB, T = 2/3 M: 4 GiB per worker holds data.
+    assert choose_num_parts(7 * gib, 2, 12 * gib, 2 / 3) == 2  # fits two workers' data shares
+    assert choose_num_parts(8 * gib, 2, 12 * gib, 2 / 3) == 2  # exactly fits
+    assert choose_num_parts(9 * gib, 2, 12 * gib, 2 / 3) == 3  # ceil(9 / 4)
+    assert choose_num_parts(40 * gib, 4, 12 * gib, 2 / 3) == 10
+    assert choose_num_parts(40 * gib, 4, 12 * gib, 0.0) == 4  # no compute reserve: 48 GiB > 40
+    with pytest.raises(ConfigError, match="train.compute_mem_fraction"):
+        choose_num_parts(1, 1, 1.0, 1.0)

@@ -30,7 +30,10 @@ PARTITION_METRICS = (
     "gnn_ready_peak_mb",
     "passes",
 )
-TRAIN_METRICS = ("epoch_time_s", "sync_time_s", "val_f1_micro", "test_f1_micro", "test_f1_macro")
+TRAIN_METRICS = (
+    "epoch_time_s", "sync_time_s", "sync_count", "train_nodes_per_epoch",
+    "val_f1_micro", "test_f1_micro", "test_f1_macro",
+)  # fmt: skip
 # The contract other tools read (issue 2's metric names), in the order a table shows them.
 HEADLINE_METRICS = (
     "replication_factor",
@@ -86,6 +89,13 @@ class RunLogger:
     def log_dataset(self, meta: Mapping[str, Any]) -> None:
         keys = ("num_nodes", "num_edges", "feature_dim", "num_classes", "fingerprint")
         retrying(self.mlflow.log_params, {f"graph.{key}": meta[key] for key in keys if key in meta})
+
+    def log_auto_p(self, choice: Mapping[str, Any]) -> None:
+        """p=auto: the chosen number of partitions (metric num_parts) and the rule's inputs."""
+        metrics = {key: float(v) for key, v in choice.items() if isinstance(v, int | float)}
+        metrics["num_parts"] = metrics.pop("p")
+        retrying(self.mlflow.log_metrics, metrics)
+        retrying(self.mlflow.set_tag, "auto_p_memory_source", choice["auto_p_memory_source"])
 
     def log_partition(
         self, book_dir: Path, metrics: Mapping[str, Any], stats: Mapping[str, Any], cached: bool

@@ -14,11 +14,12 @@ from gnnbench.partition.book import PartitionBook
 from gnnbench.train import launch
 from gnnbench.train.models import build_model
 from gnnbench.train.sampler import warm_up
-from gnnbench.train.settings import Job, TrainSettings
+from gnnbench.train.settings import PARTITIONED_MODES, Job, TrainSettings
 
 RESULT_KEYS = (
     "epoch_time_s", "sync_time_s", "val_f1_micro", "test_f1_micro", "test_f1_macro",
     "num_epochs", "num_workers", "world_size", "device", "mode", "best_epoch", "history",
+    "sync_count", "train_nodes_per_epoch",
 )  # fmt: skip
 
 
@@ -53,11 +54,11 @@ def check_training_config(
     """Validate the train and model groups without any data, so a sweep fails before partitioning."""
     settings = TrainSettings.from_config(train, model, sync_interval, seed)
     _check_model(settings, 1, 1)
-    _check_workers(num_workers, p if settings.mode == "model_avg" else None)
+    _check_workers(num_workers, p if settings.mode in PARTITIONED_MODES else None)
 
 
-def _model_avg(job: Job, num_workers: int) -> tuple[dict, int]:
-    """Run the model-averaging ranks; returns the summary and how many ranks trained."""
+def _distributed(job: Job, num_workers: int) -> tuple[dict, int]:
+    """Run the ranks (model or gradient averaging); returns the summary and how many trained."""
     p = PartitionBook(job.book_path).p
     world_size = int(os.environ["WORLD_SIZE"]) if launch.under_torchrun() else num_workers
     _check_workers(world_size, p)
@@ -78,7 +79,7 @@ def run_training(
 ) -> dict:
     """Train per the `train` and `model` config groups; returns F1, times and per-epoch history.
 
-    model_avg spawns num_workers ranks (or joins torchrun's); centralized trains the whole graph in
+    model_avg and grad_avg spawn num_workers ranks (or join torchrun's); centralized trains the whole graph in
     this process. Scripts that call this must guard their entry point (`if __name__ == "__main__"`),
     since spawned workers re-import the main module.
     """
@@ -87,12 +88,12 @@ def run_training(
     _check_dataset(store)
     _check_model(settings, store.feature_dim, store.num_classes)
     _check_workers(num_workers, None)
-    if settings.mode == "model_avg" and book_path is None:
-        raise ConfigError("train.mode=model_avg: needs a partition book (book_path is None)")
+    if settings.mode in PARTITIONED_MODES and book_path is None:
+        raise ConfigError(f"train.mode={settings.mode}: needs a partition book (book_path is None)")
     job = Job(
         settings=settings,
         store_path=Path(store_path),
-        book_path=Path(book_path) if settings.mode == "model_avg" else None,
+        book_path=Path(book_path) if settings.mode in PARTITIONED_MODES else None,
         num_features=store.feature_dim,
         num_classes=store.num_classes,
         multilabel=store.multilabel,
@@ -101,6 +102,6 @@ def run_training(
     if settings.mode == "centralized":
         result, workers = launch.run_single(job), 1
     else:
-        result, workers = _model_avg(job, num_workers)
+        result, workers = _distributed(job, num_workers)
     result.update(num_workers=workers, mode=settings.mode)
     return {key: result[key] for key in RESULT_KEYS}

@@ -9,7 +9,8 @@ from typing import Any
 
 from gnnbench.errors import ConfigError
 
-MODES = ("model_avg", "centralized")
+MODES = ("model_avg", "grad_avg", "centralized")
+PARTITIONED_MODES = ("model_avg", "grad_avg")  # train on a PartitionBook, one rank per worker
 DEFAULTS: dict[str, Any] = {
     "epochs": 20,
     "batch_size": 512,

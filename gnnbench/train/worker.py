@@ -1,10 +1,14 @@
-"""The per-rank training loop: train each owned partition in turn, average, evaluate.
+"""The per-rank training loop: train each owned partition in turn, synchronise, evaluate.
 
-With a PartitionBook, rank r trains partitions r, r+W, r+2W, ... each for sync_interval epochs from
-the current averaged model (each with its own Adam state), then every rank joins one weighted
-all-reduce. Without one (centralized mode) the single "partition" is the whole graph and nothing is
-averaged: the same loop is the reference run. A partition's halo nodes hold only their edges to
-owned nodes (CATGNN's 1-hop partitions), so its deeper neighbourhoods are truncated there.
+With a PartitionBook, rank r trains partitions r, r+W, r+2W, ... In model_avg each partition trains
+sync_interval epochs from the current averaged model (each with its own Adam state), then every rank
+joins one weighted all-reduce. In grad_avg (DistDGL's scheme) every mini-batch step all-reduces the
+gradients; ranks hold as many batches as their partitions give, and a rank that has run out joins
+the remaining steps with a zero gradient and zero weight (what torch's Join does for DDP), so no
+rank hangs and no training node is dropped. Without a book (centralized mode) the single
+"partition" is the whole graph and nothing is synchronised: the same loop is the reference run. A
+partition's halo nodes hold only their edges to owned nodes (CATGNN's 1-hop partitions), so its
+deeper neighbourhoods are truncated there.
 """
 
 from __future__ import annotations
@@ -97,18 +101,20 @@ class Worker:
         torch.manual_seed(self.settings.seed)  # identical initial model on every rank
         self.model = build_model(job.num_features, job.num_classes, self.settings.model).to(device)
         self.parts = load_parts(job, rank, world_size, self.model.uses_graph)
-        for part in self.parts:
-            part.optimizer = torch.optim.Adam(
-                self.model.parameters(),
-                lr=self.settings.lr,
-                weight_decay=self.settings.weight_decay,
-            )
+        shared = self._optimizer() if self.settings.mode == "grad_avg" else None
+        for part in self.parts:  # model_avg: an Adam state per partition; grad_avg: one for all
+            part.optimizer = shared or self._optimizer()
         self.global_state = broadcast_state(self.model.state_dict())
         self.model.load_state_dict(self.global_state)
         local_train = torch.tensor([sum(p.num_train for p in self.parts)], dtype=torch.float64)
         self.total_train = float(self._all_reduce(local_train)[0])  # = the split's training nodes
         if self.total_train == 0:
             raise DataError(f"{job.store_path}: the split has no training nodes")
+
+    def _optimizer(self) -> torch.optim.Optimizer:
+        return torch.optim.Adam(
+            self.model.parameters(), lr=self.settings.lr, weight_decay=self.settings.weight_decay
+        )
 
     # --- collectives ---------------------------------------------------------------------------
     def _all_reduce(self, tensor: torch.Tensor, op=None) -> torch.Tensor:
@@ -141,25 +147,79 @@ class Worker:
         return (logits > 0).to(torch.uint8) if self.job.multilabel else logits.argmax(dim=1)
 
     # --- training ------------------------------------------------------------------------------
-    def train_epoch(self, part: TrainingPart, epoch: int) -> float:
-        """One pass over the partition's training nodes; returns the summed (not mean) loss."""
+    def _batches(self, part: TrainingPart, epoch: int) -> Iterator[tuple[int, np.ndarray]]:
+        """(offset, seeds) of the partition's shuffled training nodes, batch_size at a time."""
         seed = self.settings.seed
-        self.model.train()
         order = np.random.default_rng([seed % (1 << 63), epoch, part.index]).permutation(
             part.split["train"]
         )
-        torch.manual_seed(batch_seed(seed, epoch, part.index))  # dropout independent of the rank
-        loss_sum = 0.0
         for start in range(0, len(order), self.settings.batch_size):
-            seeds = order[start : start + self.settings.batch_size]
-            batch = part.sampler.sample(seeds, batch_seed(seed, epoch, part.index, start))
-            logits = self._forward(part, batch)
-            loss = self._loss(logits, part.labels[torch.from_numpy(seeds)].to(self.device))
+            yield start, order[start : start + self.settings.batch_size]
+
+    def _batch_loss(
+        self, part: TrainingPart, seeds: np.ndarray, epoch: int, start: int
+    ) -> torch.Tensor:
+        batch = part.sampler.sample(seeds, batch_seed(self.settings.seed, epoch, part.index, start))
+        logits = self._forward(part, batch)
+        return self._loss(logits, part.labels[torch.from_numpy(seeds)].to(self.device))
+
+    def train_epoch(self, part: TrainingPart, epoch: int) -> float:
+        """One pass over the partition's training nodes; returns the summed (not mean) loss."""
+        self.model.train()
+        torch.manual_seed(batch_seed(self.settings.seed, epoch, part.index))  # rank-independent
+        loss_sum = 0.0
+        for start, seeds in self._batches(part, epoch):
+            loss = self._batch_loss(part, seeds, epoch, start)
             part.optimizer.zero_grad(set_to_none=True)
             loss.backward()
             part.optimizer.step()
             loss_sum += loss.item() * len(seeds)
         return loss_sum
+
+    def grad_avg_epoch(self, epoch: int) -> dict[str, float]:
+        """One epoch of per-mini-batch gradient averaging over every rank's batches.
+
+        Each step all-reduces [sum of per-seed gradients, number of seeds] and divides, so every
+        rank applies the gradient of the mean loss over all seeds trained in that step. The ranks
+        first agree (one MAX all-reduce) on how many steps the rank with most batches needs.
+        """
+        self.model.train()
+        torch.manual_seed(batch_seed(self.settings.seed, epoch, self.rank))
+        batches = [(part, *b) for part in self.parts for b in self._batches(part, epoch)]
+        steps = int(self._all_reduce(torch.tensor([len(batches)]), dist.ReduceOp.MAX)[0])
+        params = list(self.model.parameters())
+        optimizer = self.parts[0].optimizer
+        figures = dict.fromkeys(("compute", "sync", "loss", "trained"), 0.0)
+        for step in range(steps):
+            started = time.perf_counter()
+            optimizer.zero_grad(set_to_none=True)
+            count = 0
+            if step < len(batches):  # a rank past its last batch adds a zero gradient
+                part, start, seeds = batches[step]
+                loss = self._batch_loss(part, seeds, epoch, start)
+                (loss * len(seeds)).backward()
+                figures["loss"] += loss.item() * len(seeds)
+                count = len(seeds)
+            local = torch.cat(
+                [p.grad.reshape(-1) if p.grad is not None else torch.zeros_like(p).reshape(-1)
+                 for p in params] + [torch.full((1,), float(count), device=self.device)]
+            )  # fmt: skip
+            self._wait_for_device()
+            synced = time.perf_counter()
+            if self.distributed:
+                dist.all_reduce(local, op=dist.ReduceOp.SUM)
+            self._wait_for_device()
+            sync_done = time.perf_counter()
+            seeds_in_step = float(local[-1])
+            offset = 0
+            for param in params:
+                param.grad = (local[offset : offset + param.numel()] / seeds_in_step).view_as(param)
+                offset += param.numel()
+            optimizer.step()
+            figures["sync"] += sync_done - synced
+            figures["compute"] += (synced - started) + (time.perf_counter() - sync_done)
+            figures["trained"] += seeds_in_step
+        return {**figures, "steps": steps}
 
     def train_round(
         self, first_epoch: int, length: int, compute: np.ndarray, losses: np.ndarray
@@ -231,16 +291,21 @@ class Worker:
     def run(self) -> dict:
         settings = self.settings
         epochs = settings.epochs
-        compute = np.zeros(epochs)
-        losses = np.zeros(epochs)
-        sync_seconds = 0.0
+        grad_avg = settings.mode == "grad_avg"
+        record = {key: np.zeros(epochs) for key in ("compute", "loss", "sync", "steps", "trained")}
         evaluations: dict[int, dict[str, tuple[float, float]]] = {}
         last_evaluated = 0
-        rounds = range(0, epochs, settings.sync_interval)
+        rounds = range(0, epochs, 1 if grad_avg else settings.sync_interval)
         for start in progress(rounds, len(rounds), "training rounds", enabled=self.rank == 0):
-            length = min(settings.sync_interval, epochs - start)
-            states, weights = self.train_round(start, length, compute, losses)
-            sync_seconds += self.synchronise(states, weights)
+            length = 1 if grad_avg else min(settings.sync_interval, epochs - start)
+            if grad_avg:
+                for key, value in self.grad_avg_epoch(start + 1).items():
+                    record[key][start] = value
+            else:
+                states, weights = self.train_round(start, length, record["compute"], record["loss"])
+                record["sync"][start] = self.synchronise(states, weights)
+                record["steps"][start] = float(self.job.book_path is not None)
+                record["trained"][start : start + length] = self.total_train  # by construction
             done = start + length
             if (
                 done // settings.eval_every > last_evaluated // settings.eval_every
@@ -248,14 +313,14 @@ class Worker:
             ):
                 evaluations[done] = self.evaluate()
                 last_evaluated = done
-        return self._summary(compute, losses, sync_seconds, evaluations)
+        return self._summary(record, evaluations)
 
-    def _summary(self, compute, losses, sync_seconds, evaluations) -> dict:
+    def _summary(self, record: dict[str, np.ndarray], evaluations) -> dict:
         """Times of the slowest rank, global mean losses, test F1 at the first best val F1."""
-        slowest = self._all_reduce(torch.from_numpy(compute), dist.ReduceOp.MAX).numpy()
-        losses = self._all_reduce(torch.from_numpy(losses)).numpy() / self.total_train
+        slowest = self._all_reduce(torch.from_numpy(record["compute"]), dist.ReduceOp.MAX).numpy()
+        losses = self._all_reduce(torch.from_numpy(record["loss"])).numpy() / self.total_train
         sync = self._all_reduce(
-            torch.tensor([sync_seconds], dtype=torch.float64), dist.ReduceOp.MAX
+            torch.tensor([record["sync"].sum()], dtype=torch.float64), dist.ReduceOp.MAX
         )
         best_epoch = max(evaluations, key=lambda epoch: evaluations[epoch]["val"][0])
         best = evaluations[best_epoch]
@@ -266,6 +331,8 @@ class Worker:
         return {
             "epoch_time_s": float(slowest.mean()),
             "sync_time_s": float(sync[0]),
+            "sync_count": float(record["steps"].mean()),  # all-reduces of the model or gradients
+            "train_nodes_per_epoch": float(record["trained"].min()),  # every epoch's fewest
             "val_f1_micro": float(best["val"][0]),
             "test_f1_micro": float(best["test"][0]),
             "test_f1_macro": float(best["test"][1]),

@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import torch
+import torch.nn.functional as F
 from torch import nn
 
 from gnnbench.errors import ConfigError
@@ -37,3 +39,28 @@ def dropout_rate(config: Mapping[str, Any]) -> float:
 def build_model(in_dim: int, out_dim: int, config: Mapping[str, Any]) -> nn.Module:
     """The registered model named by config.name."""
     return MODELS.get(str(config.get("name")))(in_dim, out_dim, config)
+
+
+class BlockStack(nn.Module):
+    """Message-passing layers over the sampler's blocks, one block per layer, ReLU and dropout
+    between them. Each layer is called as `conv((h, h[:num_dst]), edge_index, size=...)`: the
+    block's targets are its first num_dst sources (PyG's bipartite convention)."""
+
+    uses_graph = True
+
+    def __init__(self, convs: list[nn.Module], dropout: float):
+        super().__init__()
+        self.convs = nn.ModuleList(convs)
+        self.dropout = dropout
+
+    @property
+    def num_layers(self) -> int:
+        return len(self.convs)
+
+    def forward(self, x: torch.Tensor, blocks: list) -> torch.Tensor:
+        h = x
+        for i, (conv, block) in enumerate(zip(self.convs, blocks, strict=True)):
+            h = conv((h, h[: block.num_dst]), block.edge_index, size=(block.num_src, block.num_dst))
+            if i < self.num_layers - 1:
+                h = F.dropout(F.relu(h), p=self.dropout, training=self.training)
+        return h
