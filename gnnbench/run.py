@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from gnnbench.data.datasets import prepare_dataset
-from gnnbench.errors import ConfigError
+from gnnbench.errors import ConfigError, GnnbenchError
 from gnnbench.partition.stage import run_partition_stage
 from gnnbench.track.mlflow_run import mlflow_run
 
@@ -65,9 +65,72 @@ def run(
             config["sync_interval"],
             config["seed"],
         )
+    rank = _torchrun_rank(config) if training else None
+    if rank:  # torchrun: rank 0 prepares, partitions and logs; the others only train
+        return _follow_rank0(config)
     summary: dict[str, Any] = {}
     with mlflow_run(config, resolved_yaml, tags) as tracker:
         started = time.perf_counter()
+        store, book = _data_and_partition(config, tracker, training, rank)
+        summary.update(
+            {k: book.metrics[k] for k in ("replication_factor", "edge_cut", "vertex_balance")}
+        )
+        if training:
+            result = _train(config, store.path, book.path)
+            tracker.log_training(result)
+            summary.update(
+                {k: result[k] for k in ("test_f1_micro", "test_f1_macro", "epoch_time_s")}
+            )
+        summary["wall_s"] = time.perf_counter() - started
+        summary["run_id"] = tracker.run_id
+    return summary
+
+
+def _torchrun_rank(config: Mapping[str, Any]) -> int | None:
+    """This process's torchrun rank (its process group joined) when it trains on partitions."""
+    from gnnbench.train import launch
+    from gnnbench.train.settings import PARTITIONED_MODES, TrainSettings
+
+    rank = launch.torchrun_rank() if config["train"]["mode"] in PARTITIONED_MODES else None
+    if rank is not None:
+        launch.join_torchrun_group(
+            TrainSettings.from_config(
+                config["train"], config["model"], config["sync_interval"], config["seed"]
+            )
+        )
+    return rank
+
+
+def _follow_rank0(config: Mapping[str, Any]) -> dict[str, Any]:
+    """A torchrun rank other than 0: train on the store and book rank 0 prepared."""
+    from gnnbench.train.launch import broadcast_from_rank0
+
+    paths = broadcast_from_rank0(None)
+    if paths is None:
+        raise GnnbenchError("rank 0 failed before training (see its log)")
+    result = _train(config, Path(paths[0]), Path(paths[1]))
+    return {k: result[k] for k in ("test_f1_micro", "test_f1_macro", "epoch_time_s")}
+
+
+def _train(config: Mapping[str, Any], store_path: Path, book_path: Path) -> dict[str, Any]:
+    from gnnbench.train.runner import run_training
+
+    result = run_training(
+        store_path, book_path, config["train"], config["model"],
+        config["num_gpus"], config["sync_interval"], config["seed"],
+    )  # fmt: skip
+    log.info(
+        "train: %s test micro-F1=%.4f macro-F1=%.4f epoch=%.3fs",
+        config["train"]["mode"], result["test_f1_micro"], result["test_f1_macro"], result["epoch_time_s"],
+    )  # fmt: skip
+    return result
+
+
+def _data_and_partition(config: Mapping[str, Any], tracker, training: bool, rank: int | None):
+    """Stages 1 and 2; under torchrun rank 0 then tells the other ranks where their products are."""
+    from gnnbench.train.launch import broadcast_from_rank0
+
+    try:
         store = prepare_dataset(config["dataset"])
         tracker.log_dataset(store.meta)
         log.info(
@@ -83,30 +146,15 @@ def run(
             store, config["partitioner"], p, config["seed"], node_data=training
         )
         tracker.log_partition(book.path, book.metrics, book.meta.get("stats", {}), cached)
-        summary.update(
-            {k: book.metrics[k] for k in ("replication_factor", "edge_cut", "vertex_balance")}
-        )
         log.info(
             "partition: %s p=%d RF=%.3f edge cut=%.3f peak=%.1f MB%s",
             config["partitioner"]["name"], p, book.metrics["replication_factor"],
             book.metrics["edge_cut"], book.metrics["partition_peak_mb"], " (cached)" if cached else "",
         )  # fmt: skip
-
-        if training:
-            from gnnbench.train.runner import run_training
-
-            result = run_training(
-                Path(store.path), Path(book.path), config["train"], config["model"],
-                config["num_gpus"], config["sync_interval"], config["seed"],
-            )  # fmt: skip
-            tracker.log_training(result)
-            summary.update(
-                {k: result[k] for k in ("test_f1_micro", "test_f1_macro", "epoch_time_s")}
-            )
-            log.info(
-                "train: %s test micro-F1=%.4f macro-F1=%.4f epoch=%.3fs",
-                config["train"]["mode"], result["test_f1_micro"], result["test_f1_macro"], result["epoch_time_s"],
-            )  # fmt: skip
-        summary["wall_s"] = time.perf_counter() - started
-        summary["run_id"] = tracker.run_id
-    return summary
+    except BaseException:
+        if rank == 0:  # the other ranks wait for word: tell them, then fail
+            broadcast_from_rank0(None)
+        raise
+    if rank == 0:
+        broadcast_from_rank0((str(store.path), str(book.path)))
+    return store, book

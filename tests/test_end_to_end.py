@@ -203,3 +203,20 @@ def test_auto_p_is_logged(tmp_path, gnnbench_home):
     share = 0.01 * 2**30 * (1 - 2 / 3)
     assert run.data.metrics["num_parts"] == int(np.ceil(data_bytes / share)) == 5
     assert run.data.params["p"] == "auto"
+
+
+@pytest.mark.distributed
+def test_torchrun_two_ranks_log_one_run(tmp_path, gnnbench_home):
+    """torchrun's processes are the ranks: rank 0 prepares, partitions and logs; both train."""
+    torchrun = Path(sys.executable).with_name("torchrun")
+    completed = subprocess.run(
+        [str(torchrun), "--nproc_per_node=2", "-m", "gnnbench", "dataset=cora", "train=grad_avg",
+         "train.epochs=2"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300, env=os.environ.copy(),
+    )  # fmt: skip
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    _, found = runs(tmp_path)
+    assert [r.info.status for r in found] == ["FINISHED"]
+    assert found[0].data.metrics["train_nodes_per_epoch"] == 140  # cora's public split
+    output = completed.stdout + completed.stderr
+    assert output.count("train: grad_avg test micro-F1") == 2  # each rank trained

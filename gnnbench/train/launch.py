@@ -54,6 +54,25 @@ def under_torchrun() -> bool:
     return all(name in os.environ for name in TORCHRUN_VARIABLES)
 
 
+def torchrun_rank() -> int | None:
+    """This process's rank when torchrun started it, else None."""
+    return int(os.environ["RANK"]) if under_torchrun() else None
+
+
+def join_torchrun_group(settings: TrainSettings) -> None:
+    """Under torchrun, join the process group early, so rank 0 can share its stages' products."""
+    if not dist.is_initialized():
+        device = resolve_device(settings, int(os.environ.get("LOCAL_RANK", 0)))
+        _init_group(settings, device, init_method="env://")
+
+
+def broadcast_from_rank0(payload):
+    """Rank 0's `payload` on every rank (None from rank 0 means it failed before training)."""
+    box = [payload]
+    dist.broadcast_object_list(box, src=0)
+    return box[0]
+
+
 def check_cuda_workers(settings: TrainSettings, num_workers: int) -> None:
     """One process per GPU: never more workers than devices."""
     device = resolve_device(settings, 0)

@@ -1,0 +1,45 @@
+"""Epoch time of model averaging over gradient averaging on the same partitions (a ratio, one run).
+
+amazon_cs, SPRING p=2, 2 gloo workers, GraphSAGE 2x256, 3 epochs each. The ratio is recorded in
+the benchmark JSON and printed, not gated: gradient averaging synchronises every mini-batch, so
+its per-epoch compute includes the waits that model averaging spends once per sync interval.
+"""
+
+from __future__ import annotations
+
+import yaml
+
+from gnnbench.data.datasets import prepare_dataset
+from gnnbench.partition.stage import run_partition_stage
+from gnnbench.paths import REPO_ROOT
+from gnnbench.train.runner import run_training
+
+AMAZON_CS = yaml.safe_load((REPO_ROOT / "conf" / "dataset" / "amazon_cs.yaml").read_text())
+TRAIN = {"epochs": 3, "fanouts": [25, 10], "batch_size": 512, "timeout_s": 300}
+MODEL = {"name": "sage", "layers": 2, "hidden": 256, "dropout": 0.5}
+
+
+def test_model_avg_over_grad_avg_epoch_time(benchmark):
+    store = prepare_dataset(dict(AMAZON_CS))
+    book, _ = run_partition_stage(store, {"name": "spring", "hops": 1}, 2, 0)
+
+    def train(mode: str) -> dict:
+        return run_training(store.path, book.path, {"mode": mode, **TRAIN}, MODEL, 2, 1, 0)
+
+    grad = benchmark.pedantic(train, args=("grad_avg",), rounds=1, iterations=1)
+    model = train("model_avg")
+    ratio = model["epoch_time_s"] / grad["epoch_time_s"]
+    benchmark.extra_info.update(
+        model_avg_epoch_s=model["epoch_time_s"],
+        grad_avg_epoch_s=grad["epoch_time_s"],
+        model_avg_over_grad_avg=ratio,
+        grad_avg_sync_count=grad["sync_count"],
+        grad_avg_sync_s=grad["sync_time_s"],
+        model_avg_sync_s=model["sync_time_s"],
+    )
+    print(
+        f"\nepoch time model_avg {model['epoch_time_s']:.3f} s / grad_avg "
+        f"{grad['epoch_time_s']:.3f} s = {ratio:.3f}; sync {model['sync_time_s']:.3f} s vs "
+        f"{grad['sync_time_s']:.3f} s ({grad['sync_count']:.0f} gradient all-reduces per epoch)"
+    )
+    assert grad["train_nodes_per_epoch"] == model["train_nodes_per_epoch"]
