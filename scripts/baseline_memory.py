@@ -12,11 +12,8 @@ job's memray heap peak and the ratio SPRING / baseline, read back from the MLflo
 
 from __future__ import annotations
 
-import argparse
-import subprocess
-import sys
-
 import pandas as pd
+from experiment_tables import sweep, table_arguments
 
 from gnnbench.paths import REPO_ROOT
 from gnnbench.track.report import _client, _experiment_id, _search_all
@@ -24,12 +21,6 @@ from gnnbench.track.report import _client, _experiment_id, _search_all
 DOC = REPO_ROOT / "docs" / "baseline_memory.md"
 BASELINES = ("metis", "pyg_metis", "distdgl_metis")
 PARTITIONERS = ("spring", *BASELINES)
-
-
-def sweep(experiment: str) -> None:
-    command = [sys.executable, "-m", "gnnbench", "-m", f"experiment={experiment}"]
-    print("$", " ".join(command[1:]), flush=True)
-    subprocess.run(command, cwd=REPO_ROOT)  # a capped sweep exits 1 by design: its jobs fail
 
 
 def runs_frame(tracking_uri: str, experiment: str) -> pd.DataFrame:
@@ -109,13 +100,10 @@ def detail_table(frame: pd.DataFrame) -> list[str]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--no-sweep", action="store_true", help="only rebuild the table")
-    parser.add_argument("--tracking-uri", default=f"sqlite:///{REPO_ROOT / 'mlflow.db'}")
-    args = parser.parse_args()
+    args = table_arguments(__doc__)
     if not args.no_sweep:
         sweep("baseline_memory")
-        sweep("baseline_memory_cap")
+        sweep("baseline_memory_cap", may_fail=True)
     frame = runs_frame(args.tracking_uri, "baseline_memory")
     capped = runs_frame(args.tracking_uri, "baseline_memory_cap")
     text = [

@@ -11,11 +11,8 @@ every 1, 2, 5, 10, 20 epochs: F1 and total synchronisation time.
 
 from __future__ import annotations
 
-import argparse
-import subprocess
-import sys
-
 import pandas as pd
+from experiment_tables import sweep, table_arguments
 
 from gnnbench.paths import REPO_ROOT
 from gnnbench.track.report import collect
@@ -23,12 +20,6 @@ from gnnbench.track.report import collect
 DOC = REPO_ROOT / "docs" / "training_modes.md"
 METRICS = ["test_f1_micro", "test_f1_macro", "epoch_time_s", "sync_time_s", "sync_count"]
 MODES = ("centralized", "model_avg", "grad_avg")
-
-
-def sweep(experiment: str) -> None:
-    command = [sys.executable, "-m", "gnnbench", "-m", f"experiment={experiment}"]
-    print("$", " ".join(command[1:]), flush=True)
-    subprocess.run(command, cwd=REPO_ROOT, check=True)
 
 
 def modes_table(frame: pd.DataFrame) -> list[str]:
@@ -74,13 +65,9 @@ def sync_table(frame: pd.DataFrame) -> list[str]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--no-sweep", action="store_true", help="only rebuild the tables")
-    parser.add_argument("--tracking-uri", default=f"sqlite:///{REPO_ROOT / 'mlflow.db'}")
-    args = parser.parse_args()
+    args = table_arguments(__doc__)
     if not args.no_sweep:
-        sweep("training_modes")
-        sweep("sync_interval")
+        sweep("training_modes", "sync_interval")
     modes = pd.DataFrame(
         collect(
             args.tracking_uri, "training_modes", ["dataset.name", "train.mode", "seed"], METRICS

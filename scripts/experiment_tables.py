@@ -1,0 +1,28 @@
+"""What the table scripts share: run experiment sweeps, then read them back from the MLflow store."""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+
+from gnnbench.paths import REPO_ROOT
+
+
+def table_arguments(description: str | None) -> argparse.Namespace:
+    """--no-sweep (only rebuild the tables) and --tracking-uri (the repo's mlflow.db)."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--no-sweep", action="store_true", help="only rebuild the tables")
+    parser.add_argument("--tracking-uri", default=f"sqlite:///{REPO_ROOT / 'mlflow.db'}")
+    return parser.parse_args()
+
+
+def sweep(*experiments: str, may_fail: bool = False) -> None:
+    """`python -m gnnbench -m experiment=<name>` for each (a resumed sweep skips finished jobs).
+
+    `may_fail`: the sweep's jobs are expected to fail (a memory cap), so its exit status is not 0.
+    """
+    for experiment in experiments:
+        command = [sys.executable, "-m", "gnnbench", "-m", f"experiment={experiment}"]
+        print("$", " ".join(command[1:]), flush=True)
+        subprocess.run(command, cwd=REPO_ROOT, check=not may_fail)
