@@ -50,7 +50,14 @@ def apply_memory_limit(limit_bytes: int | None) -> None:
         return
     # Fewer malloc arenas: each thread's arena holds memory of its own against the cap.
     os.environ["MALLOC_ARENA_MAX"] = "2"
-    resource.setrlimit(LIMIT, (limit_bytes, limit_bytes))
+    _, hard = resource.getrlimit(LIMIT)  # the soft limit only: `uncapped` can lift it again
+    resource.setrlimit(LIMIT, (limit_bytes, hard))
+
+
+def uncapped() -> None:
+    """For a helper process (the flamegraph renderer) that must not count against the cap."""
+    _, hard = resource.getrlimit(LIMIT)
+    resource.setrlimit(LIMIT, (hard, hard))
 
 
 def current_memory_limit() -> int | None:

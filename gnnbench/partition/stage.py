@@ -34,6 +34,7 @@ from gnnbench.partition.memory_limit import (
     memory_limit_bytes,
     out_of_memory,
     peak_of,
+    uncapped,
 )
 
 
@@ -139,6 +140,7 @@ def _flamegraph(tracker_file: Path, html: Path) -> None:
         [sys.executable, "-m", "memray", "flamegraph", "-f", "-o", str(html), str(tracker_file)],
         check=True,
         capture_output=True,
+        preexec_fn=uncapped,  # rendering is not the partitioner's memory
     )
     tracker_file.unlink()
 
