@@ -23,6 +23,8 @@ MODES = ("centralized", "model_avg", "grad_avg")
 
 
 def modes_table(frame: pd.DataFrame) -> list[str]:
+    if frame.empty:
+        return ["(no finished runs yet: `python -m gnnbench -m experiment=training_modes`)"]
     grouped = frame.groupby(["dataset.name", "train.mode"])
     mean, std, runs = (
         grouped.mean(numeric_only=True),
@@ -35,6 +37,8 @@ def modes_table(frame: pd.DataFrame) -> list[str]:
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for dataset in sorted(frame["dataset.name"].unique()):
+        if (dataset, "centralized") not in mean.index:
+            continue  # no reference yet (a sweep still running)
         reference = mean.loc[(dataset, "centralized"), "test_f1_micro"]
         for mode in MODES:
             if (dataset, mode) not in mean.index:
@@ -55,6 +59,8 @@ def sync_table(frame: pd.DataFrame) -> list[str]:
         "| sync_interval | test micro-F1 | test macro-F1 | sync time s (total) | epoch time s |",
         "|---|---|---|---|---|",
     ]
+    if frame.empty:
+        return ["(no finished runs yet: `python -m gnnbench -m experiment=sync_interval`)"]
     frame = frame.assign(interval=frame["sync_interval"].astype(int)).sort_values("interval")
     for row in frame.itertuples():
         lines.append(
