@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -40,7 +41,8 @@ def _num_parts(config: Mapping[str, Any], store, tracker) -> int:
     data_bytes = store.num_edges * 2 * store.id_dtype.itemsize + store.num_nodes * (
         store.feature_layout().row_bytes if store.has_features else 0
     )
-    choice = auto_num_parts(data_bytes, config["num_gpus"], config["train"])
+    workers = int(os.environ.get("WORLD_SIZE", config["num_gpus"]))  # torchrun's ranks if any
+    choice = auto_num_parts(data_bytes, workers, config["train"])
     tracker.log_auto_p(choice)
     log.info("p=auto: %d partitions (%.0f MB of graph and features, %.0f MB per worker from %s)",
              choice["p"], choice["auto_p_data_mb"], choice["auto_p_worker_mem_mb"],
@@ -69,20 +71,37 @@ def run(
     if rank:  # torchrun: rank 0 prepares, partitions and logs; the others only train
         return _follow_rank0(config)
     summary: dict[str, Any] = {}
-    with mlflow_run(config, resolved_yaml, tags) as tracker:
-        started = time.perf_counter()
-        store, book = _data_and_partition(config, tracker, training, rank)
-        summary.update(
-            {k: book.metrics[k] for k in ("replication_factor", "edge_cut", "vertex_balance")}
-        )
-        if training:
-            result = _train(config, store.path, book.path)
-            tracker.log_training(result)
-            summary.update(
-                {k: result[k] for k in ("test_f1_micro", "test_f1_macro", "epoch_time_s")}
-            )
-        summary["wall_s"] = time.perf_counter() - started
-        summary["run_id"] = tracker.run_id
+    handed_off = False
+    try:
+        with mlflow_run(config, resolved_yaml, tags) as tracker:
+            started = time.perf_counter()
+            store, book = _data_and_partition(config, tracker, training)
+            if rank == 0:
+                _hand_off((str(store.path), str(book.path)))
+                handed_off = True
+            summary.update(_train_if(config, tracker, training, store, book))
+            summary["wall_s"] = time.perf_counter() - started
+            summary["run_id"] = tracker.run_id
+    except BaseException:
+        if rank == 0 and not handed_off:  # the other ranks wait for word: tell them, then fail
+            _hand_off(None)
+        raise
+    return summary
+
+
+def _hand_off(payload) -> None:
+    from gnnbench.train.launch import broadcast_from_rank0
+
+    broadcast_from_rank0(payload)
+
+
+def _train_if(config, tracker, training: bool, store, book) -> dict[str, Any]:
+    """Headline partition metrics, and training's when the job trains."""
+    summary = {k: book.metrics[k] for k in ("replication_factor", "edge_cut", "vertex_balance")}
+    if training:
+        result = _train(config, store.path, book.path)
+        tracker.log_training(result)
+        summary.update({k: result[k] for k in ("test_f1_micro", "test_f1_macro", "epoch_time_s")})
     return summary
 
 
@@ -126,35 +145,25 @@ def _train(config: Mapping[str, Any], store_path: Path, book_path: Path) -> dict
     return result
 
 
-def _data_and_partition(config: Mapping[str, Any], tracker, training: bool, rank: int | None):
-    """Stages 1 and 2; under torchrun rank 0 then tells the other ranks where their products are."""
-    from gnnbench.train.launch import broadcast_from_rank0
-
-    try:
-        store = prepare_dataset(config["dataset"])
-        tracker.log_dataset(store.meta)
-        log.info(
-            "data: %s, %d nodes, %d edges (%s)",
-            store.name,
-            store.num_nodes,
-            store.num_edges,
-            store.path,
-        )
-
-        p = _num_parts(config, store, tracker)
-        book, cached = run_partition_stage(
-            store, config["partitioner"], p, config["seed"], node_data=training
-        )
-        tracker.log_partition(book.path, book.metrics, book.meta.get("stats", {}), cached)
-        log.info(
-            "partition: %s p=%d RF=%.3f edge cut=%.3f peak=%.1f MB%s",
-            config["partitioner"]["name"], p, book.metrics["replication_factor"],
-            book.metrics["edge_cut"], book.metrics["partition_peak_mb"], " (cached)" if cached else "",
-        )  # fmt: skip
-    except BaseException:
-        if rank == 0:  # the other ranks wait for word: tell them, then fail
-            broadcast_from_rank0(None)
-        raise
-    if rank == 0:
-        broadcast_from_rank0((str(store.path), str(book.path)))
+def _data_and_partition(config: Mapping[str, Any], tracker, training: bool):
+    """Stages 1 and 2: the GraphStore and the PartitionBook."""
+    store = prepare_dataset(config["dataset"])
+    tracker.log_dataset(store.meta)
+    log.info(
+        "data: %s, %d nodes, %d edges (%s)",
+        store.name,
+        store.num_nodes,
+        store.num_edges,
+        store.path,
+    )
+    p = _num_parts(config, store, tracker)
+    book, cached = run_partition_stage(
+        store, config["partitioner"], p, config["seed"], node_data=training
+    )
+    tracker.log_partition(book.path, book.metrics, book.meta.get("stats", {}), cached)
+    log.info(
+        "partition: %s p=%d RF=%.3f edge cut=%.3f peak=%.1f MB%s",
+        config["partitioner"]["name"], p, book.metrics["replication_factor"],
+        book.metrics["edge_cut"], book.metrics["partition_peak_mb"], " (cached)" if cached else "",
+    )  # fmt: skip
     return store, book

@@ -70,6 +70,16 @@ def sync_table(frame: pd.DataFrame) -> list[str]:
     return lines
 
 
+def _finished(tracking_uri: str, experiment: str, axes: list[str]) -> list[dict]:
+    """FINISHED runs of an experiment, none if it was never swept."""
+    from gnnbench.errors import GnnbenchError
+
+    try:
+        return collect(tracking_uri, experiment, axes, METRICS)
+    except GnnbenchError:
+        return []
+
+
 def main() -> None:
     args = table_arguments(__doc__)
     if not args.no_sweep:
@@ -80,7 +90,7 @@ def main() -> None:
         )
     )
     intervals = pd.DataFrame(
-        collect(args.tracking_uri, "sync_interval", ["sync_interval"], METRICS)
+        _finished(args.tracking_uri, "sync_interval", ["sync_interval"])
     )
     text = [
         "# Training modes on the same partitions",

@@ -12,7 +12,6 @@ out-of-memory killer ending the process.
 
 from __future__ import annotations
 
-import os
 import resource
 import signal
 from pathlib import Path
@@ -48,8 +47,6 @@ def apply_memory_limit(limit_bytes: int | None) -> None:
     """Cap this process (and the processes it starts) at `limit_bytes` of private memory."""
     if limit_bytes is None:
         return
-    # Fewer malloc arenas: each thread's arena holds memory of its own against the cap.
-    os.environ["MALLOC_ARENA_MAX"] = "2"
     _, hard = resource.getrlimit(LIMIT)  # the soft limit only: `uncapped` can lift it again
     resource.setrlimit(LIMIT, (limit_bytes, hard))
 

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -54,9 +56,11 @@ def run_partition_stage(
         if node_data
         else book_path(store.name, store.fingerprint, partitioner, p, seed, False)
     )
-    # Under a memory cap the question is whether the partitioner runs within it, so it always runs.
-    reusable = () if partitioner.get("memory_limit_gb") else (full_book, dest)
-    for candidate in reusable:
+    capped = memory_limit_bytes(dict(partitioner)) is not None
+    if capped:  # the question is whether it runs within the cap: always run, into a book of its own
+        dest = dest.with_name(dest.name + "-capped")
+        shutil.rmtree(dest, ignore_errors=True)
+    for candidate in () if capped else (full_book, dest):
         if is_complete(candidate):
             return PartitionBook(candidate), True
     with tempfile.TemporaryDirectory() as scratch:
@@ -67,7 +71,9 @@ def run_partition_stage(
             "--p", str(p), "--seed", str(seed), "--dest", str(dest), "--error-file", str(error_file),
             *([] if node_data else ["--structure-only"]),
         ]  # fmt: skip
-        completed = subprocess.run(command, capture_output=True, text=True)
+        # glibc reads MALLOC_ARENA_MAX at start-up: fewer arenas hold less memory against a cap
+        env = {**os.environ, "MALLOC_ARENA_MAX": "2"} if capped else None
+        completed = subprocess.run(command, capture_output=True, text=True, env=env)
         if completed.returncode != 0:
             if error_file.is_file():
                 raise from_record(json.loads(error_file.read_text()))

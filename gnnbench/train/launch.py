@@ -59,17 +59,26 @@ def torchrun_rank() -> int | None:
     return int(os.environ["RANK"]) if under_torchrun() else None
 
 
+# Rank 0 may spend hours preparing and partitioning while the others wait for its word, so the
+# handoff has a group of its own whose timeout is not train.timeout_s (meant for stuck collectives).
+HANDOFF_TIMEOUT = datetime.timedelta(hours=12)
+_handoff_group = None
+
+
 def join_torchrun_group(settings: TrainSettings) -> None:
     """Under torchrun, join the process group early, so rank 0 can share its stages' products."""
+    global _handoff_group
     if not dist.is_initialized():
         device = resolve_device(settings, int(os.environ.get("LOCAL_RANK", 0)))
         _init_group(settings, device, init_method="env://")
+    if _handoff_group is None:
+        _handoff_group = dist.new_group(backend="gloo", timeout=HANDOFF_TIMEOUT)
 
 
 def broadcast_from_rank0(payload):
     """Rank 0's `payload` on every rank (None from rank 0 means it failed before training)."""
     box = [payload]
-    dist.broadcast_object_list(box, src=0)
+    dist.broadcast_object_list(box, src=0, group=_handoff_group)
     return box[0]
 
 

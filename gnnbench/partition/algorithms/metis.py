@@ -38,7 +38,9 @@ def metis(store: GraphStore, p: int, seed: int, params: Mapping[str, Any]) -> Pa
         # On a valid CSR that leaves METIS_ERROR_MEMORY; without a cap, say what is known.
         if "unknown exception" in str(exc) and current_memory_limit() is not None:
             raise MemoryError("METIS failed under the memory cap (METIS_ERROR_MEMORY)") from exc
-        raise RuntimeError(f"pymetis: METIS failed ({exc}; most likely out of memory)") from exc
+        raise RuntimeError(
+            f"pymetis: METIS failed ({exc}; pymetis hides which METIS error)"
+        ) from exc
     owner = np.asarray(membership, dtype=np.int32)
     return PartitionResult(owner, {"passes": 1, "metis_edge_cut": int(edge_cut)})
 
