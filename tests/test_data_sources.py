@@ -99,6 +99,21 @@ def test_real_dataset_counts(name, gnnbench_home):
 
 
 @needs_raw
+def test_amazon_features_are_row_normalized(gnnbench_home):
+    """normalize_features divides each row by its sum, as PyG's NormalizeFeatures does."""
+    raw = np.load(RAW_DIR / "npz" / "amazon_cs.npz")
+    attributes = sp.csr_matrix(
+        (raw["attr_data"], raw["attr_indices"], raw["attr_indptr"]), shape=raw["attr_shape"]
+    )
+    store = prepare_dataset(dataset_config("amazon_cs"))
+    features = np.asarray(store.features())
+    sums = np.asarray(attributes.sum(axis=1)).ravel()
+    expected = attributes.toarray() / np.maximum(sums, 1.0)[:, None]
+    np.testing.assert_allclose(features, expected, rtol=1e-6)
+    assert store.meta["feature_normalization"] == "row (L1)"
+
+
+@needs_raw
 def test_planetoid_matches_kipf_loading(gnnbench_home):
     """Cora's class sizes, the test-row reordering, and Citeseer's padded isolated nodes."""
     from gnnbench.data.sources.planetoid import load_pickle

@@ -64,7 +64,11 @@ def prepare_dataset(dataset: Mapping[str, Any]) -> GraphStore:
         # The split of a source without one is part of the dataset, not of the run's seed.
         split_seed = int(dataset.get("split_seed", 0))
         with GraphStoreBuilder(
-            dest, str(dataset["name"]), str(dataset["source"]), split_seed
+            dest,
+            str(dataset["name"]),
+            str(dataset["source"]),
+            split_seed,
+            normalize_features=bool(dataset.get("normalize_features", False)),
         ) as builder:
             source(builder, dataset)
             builder.finish()
