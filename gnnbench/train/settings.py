@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from gnnbench.errors import ConfigError
+from gnnbench.train.batching import BATCHINGS, STRATEGIES
 
 MODES = ("model_avg", "grad_avg", "centralized")
 PARTITIONED_MODES = ("model_avg", "grad_avg")  # train on a PartitionBook, one rank per worker
@@ -22,6 +23,11 @@ DEFAULTS: dict[str, Any] = {
     "backend": "auto",
     "device": "auto",
     "timeout_s": 300,
+    "strategy": "minibatch",
+    "batching": "random",
+    "batches_per_epoch": 0,
+    "num_clusters": 16,
+    "clusters_per_batch": 2,
 }
 
 
@@ -84,6 +90,11 @@ class TrainSettings:
     backend: str
     device: str
     timeout_s: float
+    strategy: str
+    batching: str
+    batches_per_epoch: int  # 0: batch_size decides; else each partition's batches per epoch
+    num_clusters: int  # cluster strategy: clusters per partition
+    clusters_per_batch: int
     sync_interval: int
     seed: int
     model: dict[str, Any] = field(default_factory=dict)
@@ -104,6 +115,11 @@ class TrainSettings:
             backend=_choice(train, "backend", ("auto", "gloo", "nccl")),
             device=_choice(train, "device", ("auto", "cpu", "cuda")),
             timeout_s=_number(train, "timeout_s", positive=True),
+            strategy=_choice(train, "strategy", STRATEGIES),
+            batching=_choice(train, "batching", BATCHINGS),
+            batches_per_epoch=_whole(train, "batches_per_epoch", 0),
+            num_clusters=_whole(train, "num_clusters", 1),
+            clusters_per_batch=_whole(train, "clusters_per_batch", 1),
             sync_interval=int(sync_interval),
             seed=int(seed),
             model=dict(model),

@@ -26,6 +26,14 @@ from gnnbench.data.store import GraphStore
 from gnnbench.errors import DataError
 from gnnbench.partition.book import PartitionBook
 from gnnbench.progress import progress
+from gnnbench.train.batching import (
+    BatchPlan,
+    cluster_plans,
+    clusters,
+    computation_cost,
+    induced_batch,
+    minibatch_plans,
+)
 from gnnbench.train.metrics import confusion_counts, f1_scores
 from gnnbench.train.models import build_model
 from gnnbench.train.sampler import ALL_NEIGHBOURS, Block, NeighbourSampler, SampledBatch, batch_seed
@@ -46,6 +54,7 @@ class TrainingPart:
     sampler: NeighbourSampler
     eval_sampler: NeighbourSampler
     optimizer: torch.optim.Optimizer | None = None
+    clusters: list[np.ndarray] | None = None  # the cluster strategy's fixed clusters
 
     @property
     def num_train(self) -> int:
@@ -104,6 +113,13 @@ class Worker:
         shared = self._optimizer() if self.settings.mode == "grad_avg" else None
         for part in self.parts:  # model_avg: an Adam state per partition; grad_avg: one for all
             part.optimizer = shared or self._optimizer()
+            if self.settings.strategy == "cluster":
+                part.clusters = clusters(
+                    part.sampler.indptr,
+                    part.sampler.indices,
+                    self.settings.num_clusters,
+                    batch_seed(self.settings.seed, part.index),
+                )
         self.global_state = broadcast_state(self.model.state_dict())
         self.model.load_state_dict(self.global_state)
         local_train = torch.tensor([sum(p.num_train for p in self.parts)], dtype=torch.float64)
@@ -147,34 +163,53 @@ class Worker:
         return (logits > 0).to(torch.uint8) if self.job.multilabel else logits.argmax(dim=1)
 
     # --- training ------------------------------------------------------------------------------
-    def _batches(self, part: TrainingPart, epoch: int) -> Iterator[tuple[int, np.ndarray]]:
-        """(offset, seeds) of the partition's shuffled training nodes, batch_size at a time."""
-        seed = self.settings.seed
-        order = np.random.default_rng([seed % (1 << 63), epoch, part.index]).permutation(
-            part.split["train"]
+    def _batches(self, part: TrainingPart, epoch: int) -> list[BatchPlan]:
+        """The partition's batches for this epoch, per train.strategy and train.batching."""
+        settings = self.settings
+        rng = np.random.default_rng([settings.seed % (1 << 63), epoch, part.index])
+        train = part.split["train"]
+        graph = (part.sampler.indptr, part.sampler.indices)
+        if settings.strategy == "full":
+            return [BatchPlan(key=0, seeds=train)] if len(train) else []
+        if settings.strategy == "cluster":
+            return cluster_plans(*graph, train, part.clusters, settings.clusters_per_batch, rng)
+        size = settings.batch_size
+        if settings.batches_per_epoch:
+            size = max(1, -(-len(train) // settings.batches_per_epoch))
+        return minibatch_plans(*graph, train, size, settings.batching == "cohesive", rng)
+
+    def _sample(self, part: TrainingPart, plan: BatchPlan, epoch: int) -> SampledBatch:
+        if plan.region is not None:  # a cluster batch: every neighbour inside its region
+            graph = (part.sampler.indptr, part.sampler.indices)
+            return induced_batch(*graph, plan, len(part.sampler.fanouts))
+        if self.settings.strategy == "full":  # global batch: every neighbour in the partition
+            return part.eval_sampler.sample(plan.seeds, 0)
+        return part.sampler.sample(
+            plan.seeds, batch_seed(self.settings.seed, epoch, part.index, plan.key)
         )
-        for start in range(0, len(order), self.settings.batch_size):
-            yield start, order[start : start + self.settings.batch_size]
 
     def _batch_loss(
-        self, part: TrainingPart, seeds: np.ndarray, epoch: int, start: int
-    ) -> torch.Tensor:
-        batch = part.sampler.sample(seeds, batch_seed(self.settings.seed, epoch, part.index, start))
+        self, part: TrainingPart, plan: BatchPlan, epoch: int
+    ) -> tuple[torch.Tensor, int]:
+        """The batch's mean loss and its computation cost."""
+        batch = self._sample(part, plan, epoch)
         logits = self._forward(part, batch)
-        return self._loss(logits, part.labels[torch.from_numpy(seeds)].to(self.device))
+        target = part.labels[torch.from_numpy(plan.seeds)].to(self.device)
+        return self._loss(logits, target), computation_cost(batch)
 
-    def train_epoch(self, part: TrainingPart, epoch: int) -> float:
-        """One pass over the partition's training nodes; returns the summed (not mean) loss."""
+    def train_epoch(self, part: TrainingPart, epoch: int) -> tuple[float, int]:
+        """One pass over the partition's training nodes; the summed (not mean) loss and cost."""
         self.model.train()
         torch.manual_seed(batch_seed(self.settings.seed, epoch, part.index))  # rank-independent
-        loss_sum = 0.0
-        for start, seeds in self._batches(part, epoch):
-            loss = self._batch_loss(part, seeds, epoch, start)
+        loss_sum, cost = 0.0, 0
+        for plan in self._batches(part, epoch):
+            loss, batch_cost = self._batch_loss(part, plan, epoch)
             part.optimizer.zero_grad(set_to_none=True)
             loss.backward()
             part.optimizer.step()
-            loss_sum += loss.item() * len(seeds)
-        return loss_sum
+            loss_sum += loss.item() * len(plan.seeds)
+            cost += batch_cost
+        return loss_sum, cost
 
     def grad_avg_epoch(self, epoch: int) -> dict[str, float]:
         """One epoch of per-mini-batch gradient averaging over every rank's batches.
@@ -185,21 +220,22 @@ class Worker:
         """
         self.model.train()
         torch.manual_seed(batch_seed(self.settings.seed, epoch, self.rank))
-        batches = [(part, *b) for part in self.parts for b in self._batches(part, epoch)]
+        batches = [(part, plan) for part in self.parts for plan in self._batches(part, epoch)]
         steps = int(self._all_reduce(torch.tensor([len(batches)]), dist.ReduceOp.MAX)[0])
         params = list(self.model.parameters())
         optimizer = self.parts[0].optimizer
-        figures = dict.fromkeys(("compute", "sync", "loss", "trained"), 0.0)
+        figures = dict.fromkeys(("compute", "sync", "loss", "trained", "cost"), 0.0)
         for step in range(steps):
             started = time.perf_counter()
             optimizer.zero_grad(set_to_none=True)
             count = 0
             if step < len(batches):  # a rank past its last batch adds a zero gradient
-                part, start, seeds = batches[step]
-                loss = self._batch_loss(part, seeds, epoch, start)
-                (loss * len(seeds)).backward()
-                figures["loss"] += loss.item() * len(seeds)
-                count = len(seeds)
+                part, plan = batches[step]
+                loss, cost = self._batch_loss(part, plan, epoch)
+                (loss * len(plan.seeds)).backward()
+                figures["loss"] += loss.item() * len(plan.seeds)
+                figures["cost"] += cost
+                count = len(plan.seeds)
             local = torch.cat(
                 [p.grad.reshape(-1) if p.grad is not None else torch.zeros_like(p).reshape(-1)
                  for p in params] + [torch.full((1,), float(count), device=self.device)]
@@ -222,7 +258,7 @@ class Worker:
         return {**figures, "steps": steps}
 
     def train_round(
-        self, first_epoch: int, length: int, compute: np.ndarray, losses: np.ndarray
+        self, first_epoch: int, length: int, record: dict[str, np.ndarray]
     ) -> tuple[list[State], list[float]]:
         """Every partition trains `length` epochs from the averaged model; returns its states."""
         states, weights = [], []
@@ -233,9 +269,11 @@ class Worker:
             for offset in range(length):
                 epoch = first_epoch + offset
                 started = time.perf_counter()
-                losses[epoch] += self.train_epoch(part, epoch + 1)
+                loss, cost = self.train_epoch(part, epoch + 1)
                 self._wait_for_device()
-                compute[epoch] += time.perf_counter() - started
+                record["compute"][epoch] += time.perf_counter() - started
+                record["loss"][epoch] += loss
+                record["cost"][epoch] += cost
             states.append(_clone(self.model.state_dict()))
             weights.append(float(part.num_train))
         return states, weights
@@ -292,7 +330,8 @@ class Worker:
         settings = self.settings
         epochs = settings.epochs
         grad_avg = settings.mode == "grad_avg"
-        record = {key: np.zeros(epochs) for key in ("compute", "loss", "sync", "steps", "trained")}
+        keys = ("compute", "loss", "sync", "steps", "trained", "cost")
+        record = {key: np.zeros(epochs) for key in keys}
         evaluations: dict[int, dict[str, tuple[float, float]]] = {}
         last_evaluated = 0
         rounds = range(0, epochs, 1 if grad_avg else settings.sync_interval)
@@ -302,7 +341,7 @@ class Worker:
                 for key, value in self.grad_avg_epoch(start + 1).items():
                     record[key][start] = value
             else:
-                states, weights = self.train_round(start, length, record["compute"], record["loss"])
+                states, weights = self.train_round(start, length, record)
                 record["sync"][start] = self.synchronise(states, weights)
                 record["steps"][start] = float(self.job.book_path is not None)
                 record["trained"][start : start + length] = self.total_train  # by construction
@@ -319,6 +358,7 @@ class Worker:
         """Times of the slowest rank, global mean losses, test F1 at the first best val F1."""
         slowest = self._all_reduce(torch.from_numpy(record["compute"]), dist.ReduceOp.MAX).numpy()
         losses = self._all_reduce(torch.from_numpy(record["loss"])).numpy() / self.total_train
+        cost = self._all_reduce(torch.from_numpy(record["cost"])).numpy()  # every rank's batches
         sync = self._all_reduce(
             torch.tensor([record["sync"].sum()], dtype=torch.float64), dist.ReduceOp.MAX
         )
@@ -333,6 +373,7 @@ class Worker:
             "sync_time_s": float(sync[0]),
             "sync_count": float(record["steps"].mean()),  # all-reduces of the model or gradients
             "train_nodes_per_epoch": float(record["trained"].min()),  # every epoch's fewest
+            "computation_cost": float(cost.mean()),  # (node, layer) pairs per epoch, all ranks
             "val_f1_micro": float(best["val"][0]),
             "test_f1_micro": float(best["test"][0]),
             "test_f1_macro": float(best["test"][1]),

@@ -1,0 +1,177 @@
+"""Which nodes make up one epoch's batches: train.strategy and train.batching.
+
+- minibatch + random: the usual shuffle of a partition's training nodes, batch_size at a time.
+- minibatch + cohesive (CM-GCN): training nodes in the order a BFS over the partition reaches
+  them, cut into consecutive batches, so a batch's nodes share neighbours and its K-hop
+  computational graph is smaller.
+- full (CATGNN): one batch per partition holding all its training nodes, every neighbour kept.
+- cluster (GraphTheta / Cluster-GCN): the partition is cut once into BFS-grown clusters; a batch is
+  a few clusters plus their boundary neighbours, trained on the subgraph that region induces.
+
+`computation_cost` counts CM-GCN's J(P) with unit node cost: the (node, layer) pairs a batch's
+blocks hold, input layer included.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+
+from gnnbench.train.sampler import ALL_NEIGHBOURS, NeighbourSampler, SampledBatch
+
+STRATEGIES = ("minibatch", "full", "cluster")
+BATCHINGS = ("random", "cohesive")
+
+
+@dataclass(frozen=True)
+class BatchPlan:
+    """One batch: its seeds (training nodes, local ids) and, for cluster batches, the region
+    (local ids, sorted) whose induced subgraph it trains on; None means the whole partition."""
+
+    key: int
+    seeds: np.ndarray
+    region: np.ndarray | None = None
+
+
+@numba.njit(cache=True)
+def _bfs_order(indptr, indices, roots):
+    """Every node once, in BFS order: a traversal from each root in turn that is still unvisited
+    (roots is a permutation of all nodes, so disconnected pieces are covered too)."""
+    n = indptr.shape[0] - 1
+    seen = np.zeros(n, dtype=np.bool_)
+    order = np.empty(n, dtype=np.int64)
+    head = 0
+    tail = 0
+    for r in range(roots.shape[0]):
+        root = roots[r]
+        if seen[root]:
+            continue
+        seen[root] = True
+        order[tail] = root
+        tail += 1
+        while head < tail:
+            node = order[head]
+            head += 1
+            for k in range(indptr[node], indptr[node + 1]):
+                neighbour = indices[k]
+                if not seen[neighbour]:
+                    seen[neighbour] = True
+                    order[tail] = neighbour
+                    tail += 1
+    return order
+
+
+def bfs_order(indptr: np.ndarray, indices: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """All nodes in BFS order from random roots (a random root per connected piece)."""
+    roots = rng.permutation(len(indptr) - 1).astype(np.int64)
+    return _bfs_order(np.asarray(indptr, dtype=np.int64), np.asarray(indices), roots)
+
+
+def _cut(ordered: np.ndarray, batch_size: int) -> list[np.ndarray]:
+    return [ordered[start : start + batch_size] for start in range(0, len(ordered), batch_size)]
+
+
+def minibatch_plans(
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    train: np.ndarray,
+    batch_size: int,
+    cohesive: bool,
+    rng: np.random.Generator,
+) -> list[BatchPlan]:
+    """One epoch's mini-batches of the training nodes, shuffled or BFS-cohesive."""
+    if not cohesive:
+        batches = _cut(rng.permutation(train), batch_size)
+    else:
+        order = bfs_order(indptr, indices, rng)
+        is_train = np.zeros(len(indptr) - 1, dtype=bool)
+        is_train[train] = True
+        batches = _cut(order[is_train[order]], batch_size)
+        batches = [batches[i] for i in rng.permutation(len(batches))]  # no fixed batch order
+    return [BatchPlan(key=i, seeds=seeds) for i, seeds in enumerate(batches)]
+
+
+def clusters(indptr: np.ndarray, indices: np.ndarray, count: int, seed: int) -> list[np.ndarray]:
+    """The partition's nodes cut into `count` BFS-grown clusters of (nearly) equal size."""
+    order = bfs_order(indptr, indices, np.random.default_rng(seed))
+    return [piece for piece in np.array_split(order, min(count, len(order))) if len(piece)]
+
+
+def with_neighbours(indptr: np.ndarray, indices: np.ndarray, nodes: np.ndarray) -> np.ndarray:
+    """`nodes` and their 1-hop neighbours, sorted."""
+    starts, ends = indptr[nodes], indptr[nodes + 1]
+    lengths = ends - starts
+    offsets = np.repeat(starts - np.cumsum(lengths) + lengths, lengths)
+    neighbours = indices[np.arange(lengths.sum()) + offsets]
+    return np.union1d(nodes, neighbours)
+
+
+def cluster_plans(
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    train: np.ndarray,
+    parts: list[np.ndarray],
+    per_batch: int,
+    rng: np.random.Generator,
+) -> list[BatchPlan]:
+    """One epoch: clusters shuffled, `per_batch` at a time; seeds are their training nodes."""
+    is_train = np.zeros(len(indptr) - 1, dtype=bool)
+    is_train[train] = True
+    shuffled = rng.permutation(len(parts))
+    plans = []
+    for start in range(0, len(shuffled), per_batch):
+        nodes = np.concatenate([parts[c] for c in shuffled[start : start + per_batch]])
+        seeds = nodes[is_train[nodes]]
+        if len(seeds):  # a batch without training nodes has no loss
+            region = with_neighbours(indptr, indices, nodes)
+            plans.append(BatchPlan(key=len(plans), seeds=seeds, region=region))
+    return plans
+
+
+@numba.njit(cache=True)
+def _induced(indptr, indices, region, position):
+    """CSR of the subgraph `region` induces, in region-local ids; `position` all -1 on entry/exit."""
+    for i in range(region.shape[0]):
+        position[region[i]] = i
+    sub_indptr = np.zeros(region.shape[0] + 1, dtype=np.int64)
+    for i in range(region.shape[0]):
+        node = region[i]
+        kept = 0
+        for k in range(indptr[node], indptr[node + 1]):
+            if position[indices[k]] != -1:
+                kept += 1
+        sub_indptr[i + 1] = sub_indptr[i] + kept
+    sub_indices = np.empty(sub_indptr[-1], dtype=np.int64)
+    for i in range(region.shape[0]):
+        node = region[i]
+        at = sub_indptr[i]
+        for k in range(indptr[node], indptr[node + 1]):
+            local = position[indices[k]]
+            if local != -1:
+                sub_indices[at] = local
+                at += 1
+    for i in range(region.shape[0]):
+        position[region[i]] = -1
+    return sub_indptr, sub_indices
+
+
+def induced_batch(
+    indptr: np.ndarray, indices: np.ndarray, plan: BatchPlan, layers: int
+) -> SampledBatch:
+    """Full-neighbour blocks of the plan's seeds within the subgraph its region induces."""
+    position = np.full(len(indptr) - 1, -1, dtype=np.int64)
+    region = np.asarray(plan.region, dtype=np.int64)
+    sub_indptr, sub_indices = _induced(
+        np.asarray(indptr, dtype=np.int64), indices, region, position
+    )
+    sampler = NeighbourSampler(sub_indptr, sub_indices, [ALL_NEIGHBOURS] * layers)
+    batch = sampler.sample(np.searchsorted(region, plan.seeds), 0)
+    return SampledBatch(n_id=region[batch.n_id], blocks=batch.blocks)
+
+
+def computation_cost(batch: SampledBatch) -> int:
+    """(node, layer) pairs of the batch's computational graph: its inputs plus each layer's
+    outputs (for a model without blocks, only the inputs)."""
+    return len(batch.n_id) + sum(block.num_dst for block in batch.blocks)

@@ -1,0 +1,114 @@
+"""train.strategy and train.batching: which nodes form a batch, and CM-GCN's computation cost."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_train import FAST, SAGE, community_store, graph, random_csr  # noqa: F401 (fixture)
+
+from gnnbench.data.graph_ops import csr_from_edges
+from gnnbench.train.batching import (
+    BatchPlan,
+    bfs_order,
+    cluster_plans,
+    clusters,
+    computation_cost,
+    induced_batch,
+    minibatch_plans,
+    with_neighbours,
+)
+from gnnbench.train.runner import run_training
+from gnnbench.train.sampler import ALL_NEIGHBOURS, NeighbourSampler
+
+
+def path_csr(n: int):
+    edges = np.stack([np.arange(n - 1), np.arange(1, n)], axis=1)
+    return csr_from_edges(edges, n)
+
+
+def test_bfs_order_covers_every_piece_once():
+    # two paths, 0-1-2-3 and 4-5-6: every node once, each piece contiguous and in BFS order
+    edges = np.array([[0, 1], [1, 2], [2, 3], [4, 5], [5, 6]])
+    indptr, indices = csr_from_edges(edges, 7)
+    order = bfs_order(indptr, indices, np.random.default_rng(0))
+    assert sorted(order) == list(range(7))
+    first, second = order[:4], order[4:]
+    if first[0] >= 4:
+        first, second = order[:3], order[3:]
+    assert set(first) | set(second) == set(range(7))
+    for piece in (first, second):
+        distance = np.abs(piece - piece[0])  # along a path: hops from the piece's root
+        assert set(piece) in ({0, 1, 2, 3}, {4, 5, 6}) and np.all(np.diff(distance) >= 0)
+
+
+@pytest.mark.parametrize("cohesive", [False, True])
+def test_minibatches_use_each_training_node_once(cohesive):
+    indptr, indices = random_csr()
+    train = np.arange(0, 60, 2)
+    plans = minibatch_plans(indptr, indices, train, 7, cohesive, np.random.default_rng(1))
+    seeds = np.concatenate([plan.seeds for plan in plans])
+    assert sorted(seeds) == list(train) and len(plans) == 5  # ceil(30 / 7)
+    assert all(plan.region is None for plan in plans)
+
+
+def test_computation_cost_counts_node_layer_pairs():
+    # path 0-1-2-3, seed 0, two full layers: inputs {0, 1, 2}, layer 1 {0, 1}, layer 2 {0}
+    indptr, indices = path_csr(4)
+    batch = NeighbourSampler(indptr, indices, [ALL_NEIGHBOURS] * 2).sample(np.array([0]), 0)
+    assert computation_cost(batch) == 3 + 2 + 1
+
+
+def test_cohesive_batches_cost_less_than_random_ones_on_a_path():
+    """On a long path, BFS-consecutive seeds share their neighbourhoods; shuffled ones do not."""
+    indptr, indices = path_csr(400)
+    sampler = NeighbourSampler(indptr, indices, [ALL_NEIGHBOURS] * 2)
+    train = np.arange(400)
+    costs = {}
+    for cohesive in (False, True):
+        plans = minibatch_plans(indptr, indices, train, 20, cohesive, np.random.default_rng(0))
+        costs[cohesive] = sum(computation_cost(sampler.sample(p.seeds, 0)) for p in plans)
+    assert costs[True] < 0.5 * costs[False]
+
+
+def test_cluster_batches_cover_training_nodes_inside_their_region():
+    indptr, indices = random_csr(num_nodes=80, num_edges=200)
+    train = np.arange(0, 80, 3)
+    parts = clusters(indptr, indices, 8, seed=0)
+    assert sorted(np.concatenate(parts)) == list(range(80))
+    plans = cluster_plans(indptr, indices, train, parts, 3, np.random.default_rng(0))
+    assert sorted(np.concatenate([plan.seeds for plan in plans])) == list(train)
+    for plan in plans:
+        assert set(plan.seeds) <= set(plan.region)
+        batch = induced_batch(indptr, indices, plan, 2)
+        assert list(batch.n_id[: len(plan.seeds)]) == list(plan.seeds)
+        assert set(batch.n_id) <= set(plan.region)
+
+
+def test_induced_batch_keeps_only_edges_inside_the_region():
+    # path 0-1-2-3-4; region {0, 1, 2}: seed 0 reaches 1 then 2, never 3
+    indptr, indices = path_csr(5)
+    region = with_neighbours(indptr, indices, np.array([0, 1]))
+    assert list(region) == [0, 1, 2]
+    batch = induced_batch(indptr, indices, BatchPlan(0, np.array([0]), region), 3)
+    assert sorted(batch.n_id) == [0, 1, 2]
+    assert [block.num_dst for block in batch.blocks] == [3, 2, 1]
+
+
+@pytest.mark.distributed
+@pytest.mark.parametrize(
+    "strategy", [{"strategy": "full"}, {"strategy": "cluster"}, {"batching": "cohesive"}]
+)
+def test_strategies_train_every_node_and_log_cost(graph, strategy):  # noqa: F811 (fixture)
+    store, book = graph
+    train = {"mode": "grad_avg", **FAST, **strategy, "num_clusters": 4}
+    result = run_training(store.path, book, train, SAGE, 2, 1, 0)
+    assert result["train_nodes_per_epoch"] == len(store.split()["train"])
+    assert result["computation_cost"] > 0
+    assert result["history"][-1]["train_loss"] < result["history"][0]["train_loss"]
+
+
+def test_full_strategy_costs_at_most_the_partition_times_layers(tmp_path):
+    store = community_store(tmp_path / "store", num_nodes=120)
+    train = {"mode": "centralized", **FAST, "epochs": 1, "strategy": "full"}
+    result = run_training(store.path, None, train, SAGE, 1, 1, 0)
+    assert 0 < result["computation_cost"] <= 3 * store.num_nodes
