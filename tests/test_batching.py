@@ -112,3 +112,31 @@ def test_full_strategy_costs_at_most_the_partition_times_layers(tmp_path):
     train = {"mode": "centralized", **FAST, "epochs": 1, "strategy": "full"}
     result = run_training(store.path, None, train, SAGE, 1, 1, 0)
     assert 0 < result["computation_cost"] <= 3 * store.num_nodes
+
+
+@pytest.mark.distributed
+@pytest.mark.parametrize("mode", ["model_avg", "grad_avg"])
+def test_sampler_processes_train_exactly_as_the_trainer_alone(graph, mode):  # noqa: F811
+    """Armada's disaggregation moves batch preparation, not what is trained."""
+    store, book = graph
+    runs = [
+        run_training(store.path, book, {"mode": mode, **FAST, "sampler_workers": k}, SAGE, 2, 1, 0)
+        for k in (0, 2)
+    ]
+    losses = [[epoch["train_loss"] for epoch in run["history"]] for run in runs]
+    assert np.allclose(losses[0], losses[1], rtol=1e-5)
+    assert runs[0]["computation_cost"] == runs[1]["computation_cost"]
+    assert all(run["batch_wait_s"] > 0 for run in runs)
+
+
+def test_a_failing_sampler_process_fails_the_run(graph, monkeypatch):  # noqa: F811
+    from gnnbench.train.batch_source import BatchMaker
+
+    def broken(self, spec):
+        raise ValueError("sampler broke")
+
+    monkeypatch.setattr(BatchMaker, "__getitem__", broken)
+    store, _ = graph
+    train = {"mode": "centralized", **FAST, "sampler_workers": 1}
+    with pytest.raises(ValueError, match="sampler broke"):
+        run_training(store.path, None, train, SAGE, 1, 1, 0)

@@ -222,7 +222,9 @@ def spawn_workers(job: Job, num_workers: int) -> dict:
         scratch = Path(scratch_dir)
         processes = [
             context.Process(
-                target=_spawned_worker, args=(rank, num_workers, job, port, scratch), daemon=True
+                target=_spawned_worker,
+                args=(rank, num_workers, job, port, scratch),
+                daemon=False,  # a rank may start sampler processes; _stop ends it on any exit
             )
             for rank in range(num_workers)
         ]

@@ -28,6 +28,7 @@ DEFAULTS: dict[str, Any] = {
     "batches_per_epoch": 0,
     "num_clusters": 16,
     "clusters_per_batch": 2,
+    "sampler_workers": 0,
 }
 
 
@@ -95,6 +96,7 @@ class TrainSettings:
     batches_per_epoch: int  # 0: batch_size decides; else each partition's batches per epoch
     num_clusters: int  # cluster strategy: clusters per partition
     clusters_per_batch: int
+    sampler_workers: int  # Armada: CPU processes preparing each trainer's batches (0: itself)
     sync_interval: int
     seed: int
     model: dict[str, Any] = field(default_factory=dict)
@@ -120,6 +122,7 @@ class TrainSettings:
             batches_per_epoch=_whole(train, "batches_per_epoch", 0),
             num_clusters=_whole(train, "num_clusters", 1),
             clusters_per_batch=_whole(train, "clusters_per_batch", 1),
+            sampler_workers=_whole(train, "sampler_workers", 0),
             sync_interval=int(sync_interval),
             seed=int(seed),
             model=dict(model),

@@ -26,17 +26,11 @@ from gnnbench.data.store import GraphStore
 from gnnbench.errors import DataError
 from gnnbench.partition.book import PartitionBook
 from gnnbench.progress import progress
-from gnnbench.train.batching import (
-    BatchPlan,
-    cluster_plans,
-    clusters,
-    computation_cost,
-    induced_batch,
-    minibatch_plans,
-)
+from gnnbench.train.batch_source import BatchMaker, BatchSource, PreparedBatch
+from gnnbench.train.batching import BatchPlan, cluster_plans, clusters, minibatch_plans
 from gnnbench.train.metrics import confusion_counts, f1_scores
 from gnnbench.train.models import build_model
-from gnnbench.train.sampler import ALL_NEIGHBOURS, Block, NeighbourSampler, SampledBatch, batch_seed
+from gnnbench.train.sampler import ALL_NEIGHBOURS, Block, NeighbourSampler, batch_seed
 from gnnbench.train.settings import Job
 from gnnbench.train.sync import State, all_reduce_average, broadcast_state, weighted_state_sum
 
@@ -120,6 +114,12 @@ class Worker:
                     self.settings.num_clusters,
                     batch_seed(self.settings.seed, part.index),
                 )
+        self.source = BatchSource(
+            BatchMaker(self.parts, self.settings.strategy, self.settings.seed),
+            self.settings.sampler_workers,
+            self.settings.timeout_s,
+            pin=device.type == "cuda",
+        )
         self.global_state = broadcast_state(self.model.state_dict())
         self.model.load_state_dict(self.global_state)
         local_train = torch.tensor([sum(p.num_train for p in self.parts)], dtype=torch.float64)
@@ -146,11 +146,12 @@ class Worker:
             torch.cuda.synchronize(self.device)
 
     # --- one batch -----------------------------------------------------------------------------
-    def _forward(self, part: TrainingPart, batch: SampledBatch) -> torch.Tensor:
-        x = torch.from_numpy(np.asarray(part.features[batch.n_id])).to(self.device)
+    def _forward(self, x: torch.Tensor, blocks: list[Block]) -> torch.Tensor:
+        """The model on a batch's features (moved per batch) and its numpy blocks."""
+        x = x.to(self.device, non_blocking=True)
         blocks = [
             Block(torch.from_numpy(b.edge_index).to(self.device), b.num_src, b.num_dst)
-            for b in batch.blocks
+            for b in blocks
         ]
         return self.model(x, blocks)
 
@@ -178,37 +179,26 @@ class Worker:
             size = max(1, -(-len(train) // settings.batches_per_epoch))
         return minibatch_plans(*graph, train, size, settings.batching == "cohesive", rng)
 
-    def _sample(self, part: TrainingPart, plan: BatchPlan, epoch: int) -> SampledBatch:
-        if plan.region is not None:  # a cluster batch: every neighbour inside its region
-            graph = (part.sampler.indptr, part.sampler.indices)
-            return induced_batch(*graph, plan, len(part.sampler.fanouts))
-        if self.settings.strategy == "full":  # global batch: every neighbour in the partition
-            return part.eval_sampler.sample(plan.seeds, 0)
-        return part.sampler.sample(
-            plan.seeds, batch_seed(self.settings.seed, epoch, part.index, plan.key)
-        )
+    def _batch_loss(self, batch: PreparedBatch) -> torch.Tensor:
+        """The batch's mean loss."""
+        logits = self._forward(batch.x, batch.blocks)
+        return self._loss(logits, batch.target.to(self.device))
 
-    def _batch_loss(
-        self, part: TrainingPart, plan: BatchPlan, epoch: int
-    ) -> tuple[torch.Tensor, int]:
-        """The batch's mean loss and its computation cost."""
-        batch = self._sample(part, plan, epoch)
-        logits = self._forward(part, batch)
-        target = part.labels[torch.from_numpy(plan.seeds)].to(self.device)
-        return self._loss(logits, target), computation_cost(batch)
+    def _specs(self, part: TrainingPart, epoch: int) -> list[tuple[int, BatchPlan, int]]:
+        return [(part.index, plan, epoch) for plan in self._batches(part, epoch)]
 
     def train_epoch(self, part: TrainingPart, epoch: int) -> tuple[float, int]:
         """One pass over the partition's training nodes; the summed (not mean) loss and cost."""
         self.model.train()
         torch.manual_seed(batch_seed(self.settings.seed, epoch, part.index))  # rank-independent
         loss_sum, cost = 0.0, 0
-        for plan in self._batches(part, epoch):
-            loss, batch_cost = self._batch_loss(part, plan, epoch)
+        for batch in self.source.batches(self._specs(part, epoch)):
+            loss = self._batch_loss(batch)
             part.optimizer.zero_grad(set_to_none=True)
             loss.backward()
             part.optimizer.step()
-            loss_sum += loss.item() * len(plan.seeds)
-            cost += batch_cost
+            loss_sum += loss.item() * len(batch.seeds)
+            cost += batch.cost
         return loss_sum, cost
 
     def grad_avg_epoch(self, epoch: int) -> dict[str, float]:
@@ -220,22 +210,24 @@ class Worker:
         """
         self.model.train()
         torch.manual_seed(batch_seed(self.settings.seed, epoch, self.rank))
-        batches = [(part, plan) for part in self.parts for plan in self._batches(part, epoch)]
-        steps = int(self._all_reduce(torch.tensor([len(batches)]), dist.ReduceOp.MAX)[0])
+        specs = [spec for part in self.parts for spec in self._specs(part, epoch)]
+        steps = int(self._all_reduce(torch.tensor([len(specs)]), dist.ReduceOp.MAX)[0])
+        stream = self.source.batches(specs)
         params = list(self.model.parameters())
         optimizer = self.parts[0].optimizer
         figures = dict.fromkeys(("compute", "sync", "loss", "trained", "cost"), 0.0)
+        waited = self.source.wait_s
         for step in range(steps):
             started = time.perf_counter()
             optimizer.zero_grad(set_to_none=True)
             count = 0
-            if step < len(batches):  # a rank past its last batch adds a zero gradient
-                part, plan = batches[step]
-                loss, cost = self._batch_loss(part, plan, epoch)
-                (loss * len(plan.seeds)).backward()
-                figures["loss"] += loss.item() * len(plan.seeds)
-                figures["cost"] += cost
-                count = len(plan.seeds)
+            if step < len(specs):  # a rank past its last batch adds a zero gradient
+                batch = next(stream)
+                loss = self._batch_loss(batch)
+                (loss * len(batch.seeds)).backward()
+                figures["loss"] += loss.item() * len(batch.seeds)
+                figures["cost"] += batch.cost
+                count = len(batch.seeds)
             local = torch.cat(
                 [p.grad.reshape(-1) if p.grad is not None else torch.zeros_like(p).reshape(-1)
                  for p in params] + [torch.full((1,), float(count), device=self.device)]
@@ -255,7 +247,7 @@ class Worker:
             figures["sync"] += sync_done - synced
             figures["compute"] += (synced - started) + (time.perf_counter() - sync_done)
             figures["trained"] += seeds_in_step
-        return {**figures, "steps": steps}
+        return {**figures, "steps": steps, "wait": self.source.wait_s - waited}
 
     def train_round(
         self, first_epoch: int, length: int, record: dict[str, np.ndarray]
@@ -268,8 +260,9 @@ class Worker:
             self.model.load_state_dict(self.global_state)
             for offset in range(length):
                 epoch = first_epoch + offset
-                started = time.perf_counter()
+                started, waited = time.perf_counter(), self.source.wait_s
                 loss, cost = self.train_epoch(part, epoch + 1)
+                record["wait"][epoch] += self.source.wait_s - waited
                 self._wait_for_device()
                 record["compute"][epoch] += time.perf_counter() - started
                 record["loss"][epoch] += loss
@@ -314,7 +307,9 @@ class Worker:
                 chunk_tags = tags[start : start + self.settings.eval_batch_size]
                 # unique seeds for the sampler (a node may sit in both splits of a custom dataset)
                 unique, inverse = np.unique(chunk, return_inverse=True)
-                logits = self._forward(part, part.eval_sampler.sample(unique, 0))
+                batch = part.eval_sampler.sample(unique, 0)
+                x = torch.from_numpy(np.asarray(part.features[batch.n_id]))
+                logits = self._forward(x, batch.blocks)
                 prediction = self._predict(logits).cpu()[torch.from_numpy(inverse)]
                 target = part.labels[torch.from_numpy(chunk)]
                 for s in range(len(EVAL_SPLITS)):
@@ -327,10 +322,16 @@ class Worker:
 
     # --- the run -------------------------------------------------------------------------------
     def run(self) -> dict:
+        try:
+            return self._run()
+        finally:
+            self.source.close()
+
+    def _run(self) -> dict:
         settings = self.settings
         epochs = settings.epochs
         grad_avg = settings.mode == "grad_avg"
-        keys = ("compute", "loss", "sync", "steps", "trained", "cost")
+        keys = ("compute", "loss", "sync", "steps", "trained", "cost", "wait")
         record = {key: np.zeros(epochs) for key in keys}
         evaluations: dict[int, dict[str, tuple[float, float]]] = {}
         last_evaluated = 0
@@ -357,6 +358,7 @@ class Worker:
     def _summary(self, record: dict[str, np.ndarray], evaluations) -> dict:
         """Times of the slowest rank, global mean losses, test F1 at the first best val F1."""
         slowest = self._all_reduce(torch.from_numpy(record["compute"]), dist.ReduceOp.MAX).numpy()
+        waits = self._all_reduce(torch.from_numpy(record["wait"]), dist.ReduceOp.MAX).numpy()
         losses = self._all_reduce(torch.from_numpy(record["loss"])).numpy() / self.total_train
         cost = self._all_reduce(torch.from_numpy(record["cost"])).numpy()  # every rank's batches
         sync = self._all_reduce(
@@ -373,7 +375,10 @@ class Worker:
             "sync_time_s": float(sync[0]),
             "sync_count": float(record["steps"].mean()),  # all-reduces of the model or gradients
             "train_nodes_per_epoch": float(record["trained"].min()),  # every epoch's fewest
-            "computation_cost": float(cost.mean()),  # (node, layer) pairs per epoch, all ranks
+            "computation_cost": float(cost.mean()),
+            "batch_wait_s": float(
+                waits.mean()
+            ),  # per epoch, the slowest-waiting rank's  # (node, layer) pairs per epoch, all ranks
             "val_f1_micro": float(best["val"][0]),
             "test_f1_micro": float(best["test"][0]),
             "test_f1_macro": float(best["test"][1]),
