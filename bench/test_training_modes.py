@@ -43,3 +43,29 @@ def test_model_avg_over_grad_avg_epoch_time(benchmark):
         f"{grad['sync_time_s']:.3f} s ({grad['sync_count']:.0f} gradient all-reduces per epoch)"
     )
     assert grad["train_nodes_per_epoch"] == model["train_nodes_per_epoch"]
+
+
+def test_sampler_processes_batch_wait(benchmark):
+    """Armada on one machine: the trainer's wait for batches with one sampler process (k=1)
+    against preparing them itself (k=0), centralized on amazon_cs. Recorded, not gated: with 2
+    cores the sampler and the trainer share them."""
+    store = prepare_dataset(dict(AMAZON_CS))
+
+    def train(sampler_workers: int) -> dict:
+        settings = {"mode": "centralized", **TRAIN, "epochs": 2, "sampler_workers": sampler_workers}
+        return run_training(store.path, None, settings, MODEL, 1, 1, 0)
+
+    alone = benchmark.pedantic(train, args=(0,), rounds=1, iterations=1)
+    helped = train(1)
+    benchmark.extra_info.update(
+        batch_wait_s_k0=alone["batch_wait_s"],
+        batch_wait_s_k1=helped["batch_wait_s"],
+        epoch_time_s_k0=alone["epoch_time_s"],
+        epoch_time_s_k1=helped["epoch_time_s"],
+    )
+    print(
+        f"\nbatch wait per epoch: k=0 {alone['batch_wait_s']:.3f} s, k=1 "
+        f"{helped['batch_wait_s']:.3f} s; epoch time {alone['epoch_time_s']:.3f} s vs "
+        f"{helped['epoch_time_s']:.3f} s"
+    )
+    assert helped["computation_cost"] == alone["computation_cost"]  # the same batches

@@ -355,6 +355,13 @@ class Worker:
                 last_evaluated = done
         return self._summary(record, evaluations)
 
+    def _gpu_peak_mb(self) -> float | None:
+        """The largest rank's peak of allocated CUDA tensors; None on the CPU."""
+        if self.device.type != "cuda":
+            return None
+        peak = torch.tensor([torch.cuda.max_memory_allocated(self.device) / 2**20])
+        return float(self._all_reduce(peak, dist.ReduceOp.MAX)[0])
+
     def _summary(self, record: dict[str, np.ndarray], evaluations) -> dict:
         """Times of the slowest rank, global mean losses, test F1 at the first best val F1."""
         slowest = self._all_reduce(torch.from_numpy(record["compute"]), dist.ReduceOp.MAX).numpy()
@@ -375,10 +382,9 @@ class Worker:
             "sync_time_s": float(sync[0]),
             "sync_count": float(record["steps"].mean()),  # all-reduces of the model or gradients
             "train_nodes_per_epoch": float(record["trained"].min()),  # every epoch's fewest
-            "computation_cost": float(cost.mean()),
-            "batch_wait_s": float(
-                waits.mean()
-            ),  # per epoch, the slowest-waiting rank's  # (node, layer) pairs per epoch, all ranks
+            "computation_cost": float(cost.mean()),  # (node, layer) pairs per epoch, all ranks
+            "batch_wait_s": float(waits.mean()),  # per epoch, the slowest-waiting rank's
+            "gpu_peak_mb": self._gpu_peak_mb(),
             "val_f1_micro": float(best["val"][0]),
             "test_f1_micro": float(best["test"][0]),
             "test_f1_macro": float(best["test"][1]),
