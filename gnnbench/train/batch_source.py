@@ -46,11 +46,15 @@ class BatchMaker(Dataset):
         self.parts = {part.index: part for part in parts}
         self.strategy = strategy
         self.seed = seed
+        self._positions: dict[int, np.ndarray] = {}  # per partition, for cluster batches
 
     def sample(self, part: Any, plan: BatchPlan, epoch: int) -> SampledBatch:
         if plan.region is not None:  # a cluster batch: every neighbour inside its region
             graph = (part.sampler.indptr, part.sampler.indices)
-            return induced_batch(*graph, plan, len(part.sampler.fanouts))
+            if part.index not in self._positions:
+                self._positions[part.index] = np.full(len(graph[0]) - 1, -1, dtype=np.int64)
+            position = self._positions[part.index]
+            return induced_batch(*graph, plan, len(part.sampler.fanouts), position)
         if self.strategy == "full":  # global batch: every neighbour in the partition
             return part.eval_sampler.sample(plan.seeds, 0)
         return part.sampler.sample(plan.seeds, batch_seed(self.seed, epoch, part.index, plan.key))

@@ -158,10 +158,19 @@ def _induced(indptr, indices, region, position):
 
 
 def induced_batch(
-    indptr: np.ndarray, indices: np.ndarray, plan: BatchPlan, layers: int
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    plan: BatchPlan,
+    layers: int,
+    position: np.ndarray | None = None,
 ) -> SampledBatch:
-    """Full-neighbour blocks of the plan's seeds within the subgraph its region induces."""
-    position = np.full(len(indptr) - 1, -1, dtype=np.int64)
+    """Full-neighbour blocks of the plan's seeds within the subgraph its region induces.
+
+    `position`: a reusable all -1 array of one entry per node (left all -1), so that a batch
+    costs O(region) rather than O(|V|).
+    """
+    if position is None:
+        position = np.full(len(indptr) - 1, -1, dtype=np.int64)
     region = np.asarray(plan.region, dtype=np.int64)
     sub_indptr, sub_indices = _induced(
         np.asarray(indptr, dtype=np.int64), indices, region, position
