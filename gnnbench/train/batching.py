@@ -90,7 +90,8 @@ def minibatch_plans(
         is_train[train] = True
         batches = _cut(order[is_train[order]], batch_size)
         batches = [batches[i] for i in rng.permutation(len(batches))]  # no fixed batch order
-    return [BatchPlan(key=i, seeds=seeds) for i, seeds in enumerate(batches)]
+    # key = the batch's offset, as the sampling seed of a batch has always been derived from it
+    return [BatchPlan(key=i * batch_size, seeds=seeds) for i, seeds in enumerate(batches)]
 
 
 def clusters(indptr: np.ndarray, indices: np.ndarray, count: int, seed: int) -> list[np.ndarray]:
