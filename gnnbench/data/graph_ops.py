@@ -43,3 +43,22 @@ def csr_from_edges(edges: np.ndarray, num_nodes: int) -> tuple[np.ndarray, np.nd
     indices = np.empty(int(indptr[-1]), dtype=np.int64)
     _fill_csr(edges, indptr, indices)
     return indptr, indices
+
+
+@numba.njit(cache=True)
+def bfs_from(indptr, indices, start, visited, order, filled):
+    """Append the unvisited nodes reachable from `start` to `order` in BFS order."""
+    visited[start] = True
+    order[filled] = start
+    head = filled
+    filled += 1
+    while head < filled:
+        x = order[head]
+        head += 1
+        for e in range(indptr[x], indptr[x + 1]):
+            y = indices[e]
+            if not visited[y]:
+                visited[y] = True
+                order[filled] = y
+                filled += 1
+    return filled

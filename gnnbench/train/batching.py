@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
+from gnnbench.data.graph_ops import bfs_from
 from gnnbench.train.sampler import ALL_NEIGHBOURS, NeighbourSampler, SampledBatch
 
 STRATEGIES = ("minibatch", "full", "cluster")
@@ -42,24 +43,10 @@ def _bfs_order(indptr, indices, roots):
     n = indptr.shape[0] - 1
     seen = np.zeros(n, dtype=np.bool_)
     order = np.empty(n, dtype=np.int64)
-    head = 0
-    tail = 0
+    filled = 0
     for r in range(roots.shape[0]):
-        root = roots[r]
-        if seen[root]:
-            continue
-        seen[root] = True
-        order[tail] = root
-        tail += 1
-        while head < tail:
-            node = order[head]
-            head += 1
-            for k in range(indptr[node], indptr[node + 1]):
-                neighbour = indices[k]
-                if not seen[neighbour]:
-                    seen[neighbour] = True
-                    order[tail] = neighbour
-                    tail += 1
+        if not seen[roots[r]]:
+            filled = bfs_from(indptr, indices, roots[r], seen, order, filled)
     return order
 
 
@@ -67,6 +54,12 @@ def bfs_order(indptr: np.ndarray, indices: np.ndarray, rng: np.random.Generator)
     """All nodes in BFS order from random roots (a random root per connected piece)."""
     roots = rng.permutation(len(indptr) - 1).astype(np.int64)
     return _bfs_order(np.asarray(indptr, dtype=np.int64), np.asarray(indices), roots)
+
+
+def _mask(num_nodes: int, ids: np.ndarray) -> np.ndarray:
+    mask = np.zeros(num_nodes, dtype=bool)
+    mask[ids] = True
+    return mask
 
 
 def _cut(ordered: np.ndarray, batch_size: int) -> list[np.ndarray]:
@@ -86,9 +79,7 @@ def minibatch_plans(
         batches = _cut(rng.permutation(train), batch_size)
     else:
         order = bfs_order(indptr, indices, rng)
-        is_train = np.zeros(len(indptr) - 1, dtype=bool)
-        is_train[train] = True
-        batches = _cut(order[is_train[order]], batch_size)
+        batches = _cut(order[_mask(len(indptr) - 1, train)[order]], batch_size)
         batches = [batches[i] for i in rng.permutation(len(batches))]  # no fixed batch order
     # key = the batch's offset, as the sampling seed of a batch has always been derived from it
     return [BatchPlan(key=i * batch_size, seeds=seeds) for i, seeds in enumerate(batches)]
@@ -118,8 +109,7 @@ def cluster_plans(
     rng: np.random.Generator,
 ) -> list[BatchPlan]:
     """One epoch: clusters shuffled, `per_batch` at a time; seeds are their training nodes."""
-    is_train = np.zeros(len(indptr) - 1, dtype=bool)
-    is_train[train] = True
+    is_train = _mask(len(indptr) - 1, train)
     shuffled = rng.permutation(len(parts))
     plans = []
     for start in range(0, len(shuffled), per_batch):

@@ -46,6 +46,7 @@ from typing import Any
 import numba
 import numpy as np
 
+from gnnbench.data.graph_ops import bfs_from
 from gnnbench.data.store import GraphStore
 from gnnbench.errors import ConfigError
 from gnnbench.partition.base import PARTITIONERS, PartitionResult
@@ -135,39 +136,20 @@ def _subgraph(indptr, indices, rows):
 
 
 @numba.njit(cache=True)
-def _bfs_from(indptr, indices, start, visited, order, filled):
-    """Append the unvisited nodes reachable from `start` to `order` in BFS order."""
-    visited[start] = True
-    order[filled] = start
-    head = filled
-    filled += 1
-    while head < filled:
-        x = order[head]
-        head += 1
-        for e in range(indptr[x], indptr[x + 1]):
-            y = indices[e]
-            if not visited[y]:
-                visited[y] = True
-                order[filled] = y
-                filled += 1
-    return filled
-
-
-@numba.njit(cache=True)
 def _bfs_bisect(indptr, indices, target0):
     """Side 0 = the first `target0` nodes of a BFS from a pseudo-peripheral node, then onwards."""
     n = indptr.shape[0] - 1
     visited = np.zeros(n, dtype=np.bool_)
     order = np.empty(n, dtype=np.int64)
-    end = _bfs_from(indptr, indices, 0, visited, order, 0)
+    end = bfs_from(indptr, indices, 0, visited, order, 0)
     start = order[end - 1]
     visited[:] = False
-    filled = _bfs_from(indptr, indices, start, visited, order, 0)
+    filled = bfs_from(indptr, indices, start, visited, order, 0)
     next_unvisited = 0
     while filled < n:
         while visited[next_unvisited]:
             next_unvisited += 1
-        filled = _bfs_from(indptr, indices, next_unvisited, visited, order, filled)
+        filled = bfs_from(indptr, indices, next_unvisited, visited, order, filled)
     membership = np.ones(n, dtype=np.int8)
     for i in range(min(target0, n)):
         membership[order[i]] = 0
