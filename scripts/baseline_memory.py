@@ -13,7 +13,7 @@ job's memray heap peak and the ratio SPRING / baseline, read back from the MLflo
 from __future__ import annotations
 
 import pandas as pd
-from experiment_tables import sweep, table_arguments
+from experiment_tables import sweep, table_arguments, write_table_doc
 
 from gnnbench.paths import REPO_ROOT
 from gnnbench.track.report import _client, _experiment_id, _search_all
@@ -134,9 +134,7 @@ def main() -> None:
         *detail_table(frame),
         "",
     ]
-    DOC.write_text("\n".join(text))
-    frame.to_csv(DOC.with_suffix(".csv"), index=False)
-    print(f"wrote {DOC}")
+    write_table_doc(DOC, text, frame)
 
 
 if __name__ == "__main__":

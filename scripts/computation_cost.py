@@ -11,7 +11,7 @@ cutting it by 46-56%.
 from __future__ import annotations
 
 import pandas as pd
-from experiment_tables import sweep, table_arguments
+from experiment_tables import sweep, table_arguments, write_table_doc
 
 from gnnbench.paths import REPO_ROOT
 from gnnbench.track.report import collect
@@ -58,9 +58,7 @@ def main() -> None:
         *cost_table(frame),
         "",
     ]
-    DOC.write_text("\n".join(text))
-    frame.to_csv(DOC.with_suffix(".csv"), index=False)
-    print(f"wrote {DOC}")
+    write_table_doc(DOC, text, frame)
 
 
 if __name__ == "__main__":

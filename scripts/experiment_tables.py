@@ -5,7 +5,11 @@ from __future__ import annotations
 import argparse
 import subprocess
 import sys
+from pathlib import Path
 
+import pandas as pd
+
+from gnnbench.atomic import atomic_write_bytes
 from gnnbench.paths import REPO_ROOT
 
 
@@ -26,3 +30,10 @@ def sweep(*experiments: str, may_fail: bool = False) -> None:
         command = [sys.executable, "-m", "gnnbench", "-m", f"experiment={experiment}"]
         print("$", " ".join(command[1:]), flush=True)
         subprocess.run(command, cwd=REPO_ROOT, check=not may_fail)
+
+
+def write_table_doc(doc: Path, lines: list[str], frame: pd.DataFrame) -> None:
+    """The markdown doc and, beside it, the runs it was built from as CSV (each written whole)."""
+    atomic_write_bytes(doc, "\n".join(lines).encode())
+    atomic_write_bytes(doc.with_suffix(".csv"), frame.to_csv(index=False).encode())
+    print(f"wrote {doc}")

@@ -13,7 +13,7 @@ every 1, 2, 5, 10, 20 epochs: F1 and total synchronisation time.
 from __future__ import annotations
 
 import pandas as pd
-from experiment_tables import sweep, table_arguments
+from experiment_tables import sweep, table_arguments, write_table_doc
 
 from gnnbench.paths import REPO_ROOT
 from gnnbench.track.report import collect
@@ -115,9 +115,7 @@ def main() -> None:
         *sync_table(intervals),
         "",
     ]
-    DOC.write_text("\n".join(text))
-    modes.to_csv(DOC.with_suffix(".csv"), index=False)
-    print(f"wrote {DOC}")
+    write_table_doc(DOC, text, modes)
 
 
 if __name__ == "__main__":
