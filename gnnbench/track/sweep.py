@@ -53,8 +53,10 @@ def count_jobs(overrides: list[str], sweeper_params: Mapping[str, Any]) -> int:
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     parser = OverridesParser.create()
-    grid = {o.split("=", 1)[0]: o for o in overrides if "=" in o}
-    grid.update({key: f"{key}={value}" for key, value in sweeper_params.items()})
+    # Hydra's BasicSweeper reads hydra.sweeper.params first, then the command line: a key given
+    # on the command line replaces the experiment's choices for it.
+    grid = {key: f"{key}={value}" for key, value in sweeper_params.items()}
+    grid.update({o.split("=", 1)[0]: o for o in overrides if "=" in o})
     sizes = []
     for override in parser.parse_overrides(list(grid.values())):
         sizes.append(

@@ -1,0 +1,19 @@
+"""The job count a sweep announces ("job 3 of 9") is the grid Hydra's BasicSweeper runs."""
+
+from gnnbench.track.sweep import count_jobs
+
+EXPERIMENT_GRID = {
+    "dataset": "cora,amazon_cs,coauthor_cs",
+    "train": "centralized,model_avg",
+    "seed": "0,1,2",
+}
+
+
+def test_count_is_the_product_of_choices():
+    assert count_jobs(["p=2,4"], EXPERIMENT_GRID) == 36
+
+
+def test_command_line_replaces_an_experiment_axis():
+    # `-m experiment=... dataset=coauthor_cs` runs one dataset: Hydra reads the command line last
+    assert count_jobs(["dataset=coauthor_cs"], EXPERIMENT_GRID) == 6
+    assert count_jobs(["seed=0,1"], EXPERIMENT_GRID) == 12
