@@ -317,3 +317,30 @@ def test_auto_p_follows_sdt_gnn_rule():
     assert choose_num_parts(40 * gib, 4, 12 * gib, 0.0) == 4  # no compute reserve: 48 GiB > 40
     with pytest.raises(ConfigError, match="train.compute_mem_fraction"):
         choose_num_parts(1, 1, 1.0, 1.0)
+
+
+@pytest.mark.parametrize("model", ["sage", "gat", "mlp"])
+def test_layerwise_inference_is_the_model_on_full_neighbourhoods(graph, model):
+    """Evaluation runs each layer once over the whole graph, in chunks; for SAGE, GAT and the
+    MLP that is the same function as the model on each target's full K-hop neighbourhood. (The
+    block GCN normalises by degrees inside each block, so its outputs depend on the chunking.)"""
+    from gnnbench.train.settings import Job, TrainSettings
+    from gnnbench.train.worker import Worker
+
+    store, _ = graph
+    train = {"mode": "centralized", **FAST, "eval_batch_size": 7}  # many chunks per layer
+    settings = TrainSettings.from_config(train, {**SAGE, "name": model}, 1, 0)
+    job = Job(settings, store.path, None, store.feature_dim, store.num_classes, False)
+    worker = Worker(job, 0, 1, torch.device("cpu"))
+    worker.model.eval()
+    part = worker.parts[0]
+    targets = np.sort(np.random.default_rng(0).choice(store.num_nodes, 50, replace=False))
+    with torch.no_grad():
+        layerwise = worker.infer(part, targets)
+        sampler = part.full_sampler if worker.model.uses_graph else part.sampler
+        batch = sampler.sample(targets, 0)
+        whole = worker._forward(
+            torch.from_numpy(np.asarray(part.features[batch.n_id])), batch.blocks
+        )
+    assert layerwise.shape == (len(targets), store.num_classes)
+    torch.testing.assert_close(layerwise, whole, rtol=1e-4, atol=1e-5)

@@ -56,7 +56,7 @@ class BatchMaker(Dataset):
             position = self._positions[part.index]
             return induced_batch(*graph, plan, len(part.sampler.fanouts), position)
         if self.strategy == "full":  # global batch: every neighbour in the partition
-            return part.eval_sampler.sample(plan.seeds, 0)
+            return part.full_sampler.sample(plan.seeds, 0)
         return part.sampler.sample(plan.seeds, batch_seed(self.seed, epoch, part.index, plan.key))
 
     def __getitem__(self, spec: tuple[int, BatchPlan, int]) -> PreparedBatch:

@@ -45,8 +45,9 @@ class TrainingPart:
     features: np.ndarray
     labels: torch.Tensor
     split: dict[str, np.ndarray]
-    sampler: NeighbourSampler
-    eval_sampler: NeighbourSampler
+    sampler: NeighbourSampler  # train.fanouts
+    full_sampler: NeighbourSampler  # every neighbour, one hop per layer (strategy=full)
+    hop_sampler: NeighbourSampler  # every neighbour, one hop (layer-wise inference)
     optimizer: torch.optim.Optimizer | None = None
     clusters: list[np.ndarray] | None = None  # the cluster strategy's fixed clusters
 
@@ -71,7 +72,7 @@ def _raw_parts(job: Job, rank: int, world_size: int) -> Iterator[tuple]:
 def load_parts(job: Job, rank: int, world_size: int, uses_graph: bool) -> list[TrainingPart]:
     settings = job.settings
     train_fanouts = list(settings.fanouts) if uses_graph else []
-    eval_fanouts = [ALL_NEIGHBOURS] * len(train_fanouts)
+    full_fanouts = [ALL_NEIGHBOURS] * len(train_fanouts)
     parts = []
     for index, indptr, indices, features, labels, split in _raw_parts(job, rank, world_size):
         parts.append(
@@ -81,10 +82,18 @@ def load_parts(job: Job, rank: int, world_size: int, uses_graph: bool) -> list[T
                 labels=torch.from_numpy(np.asarray(labels)),
                 split=split,
                 sampler=NeighbourSampler(indptr, indices, train_fanouts),
-                eval_sampler=NeighbourSampler(indptr, indices, eval_fanouts),
+                full_sampler=NeighbourSampler(indptr, indices, full_fanouts),
+                hop_sampler=NeighbourSampler(indptr, indices, [ALL_NEIGHBOURS]),
             )
         )
     return parts
+
+
+def _rows(table: np.ndarray | torch.Tensor, ids: np.ndarray) -> torch.Tensor:
+    """Rows `ids` of a feature array (memory-mapped or not) or of a layer's output tensor."""
+    if isinstance(table, torch.Tensor):
+        return table[torch.from_numpy(ids)]
+    return torch.from_numpy(np.asarray(table[ids]))
 
 
 def _clone(state: dict[str, torch.Tensor]) -> State:
@@ -149,11 +158,12 @@ class Worker:
     def _forward(self, x: torch.Tensor, blocks: list[Block]) -> torch.Tensor:
         """The model on a batch's features (moved per batch) and its numpy blocks."""
         x = x.to(self.device, non_blocking=True)
-        blocks = [
-            Block(torch.from_numpy(b.edge_index).to(self.device), b.num_src, b.num_dst)
-            for b in blocks
-        ]
-        return self.model(x, blocks)
+        return self.model(x, [self._on_device(block) for block in blocks])
+
+    def _on_device(self, block: Block) -> Block:
+        return Block(
+            torch.from_numpy(block.edge_index).to(self.device), block.num_src, block.num_dst
+        )
 
     def _loss(self, logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
         if self.job.multilabel:
@@ -291,10 +301,7 @@ class Worker:
     # --- evaluation ----------------------------------------------------------------------------
     @torch.no_grad()
     def evaluate(self) -> dict[str, tuple[float, float]]:
-        """Global (micro, macro) F1 of val and test over the nodes each rank owns.
-
-        Val and test nodes share batches: their neighbourhoods overlap, so one forward serves both.
-        """
+        """Global (micro, macro) F1 of val and test over the nodes each rank owns."""
         self.model.eval()
         counts = torch.zeros((len(EVAL_SPLITS), 3, self.job.num_classes), dtype=torch.int64)
         for part in self.parts:
@@ -302,23 +309,47 @@ class Worker:
             tags = np.repeat(
                 np.arange(len(EVAL_SPLITS)), [len(part.split[key]) for key in EVAL_SPLITS]
             )
-            for start in range(0, len(ids), self.settings.eval_batch_size):
-                chunk = ids[start : start + self.settings.eval_batch_size]
-                chunk_tags = tags[start : start + self.settings.eval_batch_size]
-                # unique seeds for the sampler (a node may sit in both splits of a custom dataset)
-                unique, inverse = np.unique(chunk, return_inverse=True)
-                batch = part.eval_sampler.sample(unique, 0)
-                x = torch.from_numpy(np.asarray(part.features[batch.n_id]))
-                logits = self._forward(x, batch.blocks)
-                prediction = self._predict(logits).cpu()[torch.from_numpy(inverse)]
-                target = part.labels[torch.from_numpy(chunk)]
-                for s in range(len(EVAL_SPLITS)):
-                    mask = torch.from_numpy(chunk_tags == s)
-                    counts[s] += confusion_counts(
-                        prediction[mask], target[mask], self.job.num_classes
-                    )
+            if not len(ids):
+                continue
+            # unique targets (a node may sit in both splits of a custom dataset)
+            unique, inverse = np.unique(ids, return_inverse=True)
+            prediction = self._predict(self.infer(part, unique))[torch.from_numpy(inverse)]
+            target = part.labels[torch.from_numpy(ids)]
+            for s in range(len(EVAL_SPLITS)):
+                mask = torch.from_numpy(tags == s)
+                counts[s] += confusion_counts(prediction[mask], target[mask], self.job.num_classes)
         counts = self._all_reduce(counts)
         return {key: f1_scores(counts[s]) for s, key in enumerate(EVAL_SPLITS)}
+
+    def infer(self, part: TrainingPart, targets: np.ndarray) -> torch.Tensor:
+        """The model's outputs for `targets` with every neighbour, layer by layer (on the CPU).
+
+        Each layer runs once over all of the partition's nodes (the last over the targets only),
+        in chunks of eval_batch_size, from the previous layer's outputs. Sampling each chunk's
+        full K-hop neighbourhood instead recomputes the inner layers of nodes that many chunks
+        share: on amazon_cs and coauthor_cs nearly the whole graph, once per chunk.
+        """
+        if not self.model.uses_graph:
+            return self._chunked(targets, lambda chunk: self.model(_rows(part.features, chunk), []))
+        h = part.features
+        num_nodes = len(part.hop_sampler.indptr) - 1
+        for layer in range(self.model.num_layers):
+            last = layer == self.model.num_layers - 1
+            rows = targets if last else np.arange(num_nodes)
+
+            def one_hop(chunk: np.ndarray, h=h, layer=layer) -> torch.Tensor:
+                batch = part.hop_sampler.sample(chunk, 0)
+                x = _rows(h, batch.n_id).to(self.device, non_blocking=True)
+                return self.model.layer(layer, x, self._on_device(batch.blocks[0]))
+
+            h = self._chunked(rows, one_hop)
+        return h
+
+    def _chunked(self, rows: np.ndarray, compute) -> torch.Tensor:
+        """compute(chunk) over rows in chunks of eval_batch_size, concatenated on the CPU."""
+        size = self.settings.eval_batch_size
+        outputs = [compute(rows[start : start + size]).cpu() for start in range(0, len(rows), size)]
+        return torch.cat(outputs) if outputs else torch.empty(0)
 
     # --- the run -------------------------------------------------------------------------------
     def run(self) -> dict:

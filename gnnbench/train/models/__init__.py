@@ -58,9 +58,18 @@ class BlockStack(nn.Module):
         return len(self.convs)
 
     def forward(self, x: torch.Tensor, blocks: list) -> torch.Tensor:
+        if len(blocks) != self.num_layers:
+            raise ValueError(f"{self.num_layers} layers need as many blocks, got {len(blocks)}")
         h = x
-        for i, (conv, block) in enumerate(zip(self.convs, blocks, strict=True)):
-            h = conv((h, h[: block.num_dst]), block.edge_index, size=(block.num_src, block.num_dst))
-            if i < self.num_layers - 1:
-                h = F.dropout(F.relu(h), p=self.dropout, training=self.training)
+        for i, block in enumerate(blocks):
+            h = self.layer(i, h, block)
+        return h
+
+    def layer(self, i: int, h: torch.Tensor, block) -> torch.Tensor:
+        """Layer i on one block: its targets' outputs, activated unless it is the last layer
+        (layer-wise inference calls it directly, one layer over the whole graph at a time)."""
+        conv = self.convs[i]
+        h = conv((h, h[: block.num_dst]), block.edge_index, size=(block.num_src, block.num_dst))
+        if i < self.num_layers - 1:
+            h = F.dropout(F.relu(h), p=self.dropout, training=self.training)
         return h
