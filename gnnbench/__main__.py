@@ -62,28 +62,16 @@ def _already_finished(config: dict, key: str) -> str | None:
 
 
 def _job(cfg) -> dict | None:
-    from hydra.core.hydra_config import HydraConfig
     from omegaconf import OmegaConf
 
     from gnnbench.run import run
-    from gnnbench.track.sweep import TOTAL_ENV
 
     config = OmegaConf.to_container(cfg, resolve=True)
     multirun = _is_multirun()
     tags = _sweep_tags(config)
-    if multirun:
-        number = HydraConfig.get().job.num + 1
-        log.info(
-            "job %d of %s: %s",
-            number,
-            os.environ.get(TOTAL_ENV, "?"),
-            " ".join(HydraConfig.get().overrides.task),
-        )
-        finished = config.get("resume", True) and _already_finished(config, tags["run_key"])
-        if finished:
-            log.info("skipped: already FINISHED as run %s (resume=false runs it again)", finished)
-            return None
     try:
+        if _nothing_to_do(config, tags["run_key"], multirun):
+            return None
         return run(config, OmegaConf.to_yaml(cfg, resolve=True), tags)
     except GnnbenchError as exc:
         if not multirun:
@@ -95,6 +83,60 @@ def _job(cfg) -> dict | None:
             raise
         log.exception("job failed: %s: %s", type(exc).__name__, exc)
     return None
+
+
+def _nothing_to_do(config: dict, key: str, multirun: bool) -> bool:
+    """Whether this process skips the job: a torchrun rank > 0 when the job does not train on
+    partitions (rank 0 runs it alone), or a job that already FINISHED (resume)."""
+    from hydra.core.hydra_config import HydraConfig
+
+    from gnnbench.torchrun import torchrun_rank
+    from gnnbench.track.sweep import TOTAL_ENV
+    from gnnbench.train.settings import PARTITIONED_MODES
+
+    rank = torchrun_rank()
+    partitioned = config["train"]["mode"] in PARTITIONED_MODES
+    if rank and not partitioned:
+        log.info(
+            "torchrun rank %d: train.mode=%s runs on rank 0 alone", rank, config["train"]["mode"]
+        )
+        return True
+    if not multirun:
+        return False
+    number = HydraConfig.get().job.num + 1
+    overrides = " ".join(HydraConfig.get().overrides.task)
+    log.info("job %d of %s: %s", number, os.environ.get(TOTAL_ENV, "?"), overrides)
+    finished = _finished_run(config, key, rank if partitioned else None)
+    if finished:
+        log.info("skipped: already FINISHED as run %s (resume=false runs it again)", finished)
+    return finished is not None
+
+
+RANK0_FAILED = "rank 0 failed"
+
+
+def _finished_run(config: dict, key: str, rank: int | None) -> str | None:
+    """With resume, the FINISHED run this job repeats. For torchrun ranks training on partitions
+    (rank not None) rank 0's store decides for all: every rank must run the same jobs, and a rank
+    on another machine sees another store."""
+    resume = config.get("resume", True)
+    if rank is None:
+        return (resume and _already_finished(config, key)) or None
+    from gnnbench.run import torchrun_training_rank
+    from gnnbench.train.launch import broadcast_from_rank0
+
+    torchrun_training_rank(config)  # joins the process group
+    if rank > 0:
+        decision = broadcast_from_rank0(None)
+        if decision == RANK0_FAILED:
+            raise GnnbenchError("rank 0 failed before training (see its log)")
+        return decision
+    try:
+        decision = (resume and _already_finished(config, key)) or None
+    except BaseException:
+        broadcast_from_rank0(RANK0_FAILED)  # the others wait for word: tell them, then fail
+        raise
+    return broadcast_from_rank0(decision)
 
 
 def main() -> None:

@@ -67,7 +67,7 @@ def run(
             config["sync_interval"],
             config["seed"],
         )
-    rank = _torchrun_rank(config) if training else None
+    rank = torchrun_training_rank(config) if training else None
     if rank:  # torchrun: rank 0 prepares, partitions and logs; the others only train
         return _follow_rank0(config)
     summary: dict[str, Any] = {}
@@ -105,12 +105,13 @@ def _train_if(config, tracker, training: bool, store, book) -> dict[str, Any]:
     return summary
 
 
-def _torchrun_rank(config: Mapping[str, Any]) -> int | None:
+def torchrun_training_rank(config: Mapping[str, Any]) -> int | None:
     """This process's torchrun rank (its process group joined) when it trains on partitions."""
+    from gnnbench.torchrun import torchrun_rank
     from gnnbench.train import launch
     from gnnbench.train.settings import PARTITIONED_MODES, TrainSettings
 
-    rank = launch.torchrun_rank() if config["train"]["mode"] in PARTITIONED_MODES else None
+    rank = torchrun_rank() if config["train"]["mode"] in PARTITIONED_MODES else None
     if rank is not None:
         launch.join_torchrun_group(
             TrainSettings.from_config(

@@ -220,3 +220,35 @@ def test_torchrun_two_ranks_log_one_run(tmp_path, gnnbench_home):
     assert found[0].data.metrics["train_nodes_per_epoch"] == 140  # cora's public split
     output = completed.stdout + completed.stderr
     assert output.count("train: grad_avg test micro-F1") == 2  # each rank trained
+
+
+@pytest.mark.distributed
+def test_torchrun_sweep_resumes_on_rank0s_word(tmp_path, gnnbench_home):
+    """Under torchrun a sweep keeps one set of records: rank 0 opens the parent, logs each job
+    and decides which jobs resume skips, for every rank; a job that does not train on partitions
+    runs on rank 0 alone."""
+    torchrun = [str(Path(sys.executable).with_name("torchrun")), "--nproc_per_node=2"]
+    sweep = ["-m", "gnnbench", "-m", "dataset=cora", "train=grad_avg", "train.epochs=1", "seed=0,1"]
+
+    def launch(*args: str) -> str:
+        completed = subprocess.run(
+            [*torchrun, *args], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+            env=os.environ.copy(),
+        )  # fmt: skip
+        assert completed.returncode == 0, completed.stderr[-3000:]
+        return completed.stdout + completed.stderr
+
+    first = launch(*sweep)
+    assert first.count("train: grad_avg test micro-F1") == 4  # 2 jobs x 2 ranks
+    again = launch(*sweep)
+    assert again.count("skipped: already FINISHED") == 4  # both ranks skip both jobs
+    assert "train: grad_avg" not in again
+    partition_only = launch("-m", "gnnbench", "dataset=cora", "train=none")
+    assert "runs on rank 0 alone" in partition_only
+    client, found = runs(tmp_path)
+    assert sorted(r.data.params["train.mode"] for r in found) == ["grad_avg", "grad_avg", "none"]
+    experiment = client.get_experiment_by_name("gnnbench").experiment_id
+    parents = [
+        r for r in client.search_runs([experiment]) if r.data.tags.get("gnnbench.role") == "parent"
+    ]
+    assert len(parents) == 1

@@ -20,6 +20,7 @@ from typing import Any
 
 from hydra.experimental.callback import Callback
 
+from gnnbench.torchrun import torchrun_rank
 from gnnbench.track.mlflow_run import retrying
 
 log = logging.getLogger(__name__)
@@ -142,6 +143,9 @@ class SweepCallback(Callback):
     def on_multirun_start(self, config, **kwargs) -> None:
         overrides = list(config.hydra.overrides.task)
         params = dict(config.hydra.sweeper.get("params") or {})
+        if torchrun_rank():  # rank 0 keeps the sweep's records; this rank only trains
+            os.environ[TOTAL_ENV] = str(count_jobs(overrides, params))
+            return
         experiment = config.tracking.experiment
         sweep_id = sweep_id_of(overrides, params, experiment)
         self.tracker = SweepTracker(config.tracking.uri, experiment)

@@ -24,10 +24,9 @@ import torch.multiprocessing as mp
 
 from gnnbench import errors
 from gnnbench.errors import ConfigError
+from gnnbench.torchrun import torchrun_rank, under_torchrun  # noqa: F401 (launch's interface)
 from gnnbench.train.settings import Job, TrainSettings
 from gnnbench.train.worker import Worker
-
-TORCHRUN_VARIABLES = ("RANK", "WORLD_SIZE", "MASTER_ADDR")
 
 
 def resolve_device(settings: TrainSettings, local_rank: int) -> torch.device:
@@ -48,15 +47,6 @@ def resolve_backend(settings: TrainSettings, device: torch.device) -> str:
     if settings.backend != "auto":
         return settings.backend
     return "nccl" if device.type == "cuda" else "gloo"
-
-
-def under_torchrun() -> bool:
-    return all(name in os.environ for name in TORCHRUN_VARIABLES)
-
-
-def torchrun_rank() -> int | None:
-    """This process's rank when torchrun started it, else None."""
-    return int(os.environ["RANK"]) if under_torchrun() else None
 
 
 # Rank 0 may spend hours preparing and partitioning while the others wait for its word, so the
