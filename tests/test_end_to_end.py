@@ -206,6 +206,23 @@ def test_auto_p_is_logged(tmp_path, gnnbench_home):
 
 
 @pytest.mark.distributed
+def test_more_partitions_than_workers_train_in_turn(tmp_path, gnnbench_home):
+    """p=8 on 2 workers (model_avg): each worker trains 4 partitions from the averaged model."""
+    completed = gnnbench(
+        tmp_path, "dataset=cora", "partitioner=spring", "p=8", "num_gpus=2", "train=model_avg",
+        "train.epochs=3",
+    )  # fmt: skip
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    _, (run,) = runs(tmp_path)
+    metrics = run.data.metrics
+    assert run.info.status == "FINISHED"
+    assert run.data.params["p"] == "8" and run.data.params["num_gpus"] == "2"
+    assert metrics["train_nodes_per_epoch"] == 140  # every partition's training nodes, each epoch
+    assert metrics["sync_count"] == 1 and metrics["sync_time_s"] > 0
+    assert metrics["test_f1_micro"] > 0.5  # trained (7 classes: chance is about 0.14-0.3)
+
+
+@pytest.mark.distributed
 def test_torchrun_two_ranks_log_one_run(tmp_path, gnnbench_home):
     """torchrun's processes are the ranks: rank 0 prepares, partitions and logs; both train."""
     torchrun = Path(sys.executable).with_name("torchrun")
