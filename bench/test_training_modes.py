@@ -36,6 +36,8 @@ def test_model_avg_over_grad_avg_epoch_time(benchmark):
         grad_avg_sync_count=grad["sync_count"],
         grad_avg_sync_s=grad["sync_time_s"],
         model_avg_sync_s=model["sync_time_s"],
+        grad_avg_sync_wait_s=grad["sync_wait_s"],
+        model_avg_sync_wait_s=model["sync_wait_s"],
     )
     print(
         f"\nepoch time model_avg {model['epoch_time_s']:.3f} s / grad_avg "

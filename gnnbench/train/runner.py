@@ -19,7 +19,7 @@ from gnnbench.train.settings import PARTITIONED_MODES, Job, TrainSettings
 RESULT_KEYS = (
     "epoch_time_s", "sync_time_s", "val_f1_micro", "test_f1_micro", "test_f1_macro",
     "num_epochs", "num_workers", "world_size", "device", "mode", "best_epoch", "history",
-    "sync_count", "train_nodes_per_epoch", "computation_cost", "batch_wait_s", "gpu_peak_mb",
+    "sync_count", "sync_wait_s", "train_nodes_per_epoch", "computation_cost", "batch_wait_s", "gpu_peak_mb",
 )  # fmt: skip
 
 

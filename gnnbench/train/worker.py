@@ -154,6 +154,16 @@ class Worker:
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
 
+    def _wait_for_ranks(self) -> float:
+        """Seconds until every rank reaches this point: the time a sync spends waiting for the
+        slowest rank, kept apart from the all-reduce that follows (the transfer itself)."""
+        self._wait_for_device()
+        started = time.perf_counter()
+        if self.distributed:  # NCCL's barrier must be told this rank's device
+            cuda = self.device.type == "cuda"
+            dist.barrier(device_ids=[self.device.index or 0] if cuda else None)
+        return time.perf_counter() - started
+
     # --- one batch -----------------------------------------------------------------------------
     def _forward(self, x: torch.Tensor, blocks: list[Block]) -> torch.Tensor:
         """The model on a batch's features (moved per batch) and its numpy blocks."""
@@ -225,7 +235,7 @@ class Worker:
         stream = self.source.batches(specs)
         params = list(self.model.parameters())
         optimizer = self.parts[0].optimizer
-        figures = dict.fromkeys(("compute", "sync", "loss", "trained", "cost"), 0.0)
+        figures = dict.fromkeys(("compute", "sync", "sync_wait", "loss", "trained", "cost"), 0.0)
         waited = self.source.wait_s
         for step in range(steps):
             started = time.perf_counter()
@@ -242,7 +252,7 @@ class Worker:
                 [p.grad.reshape(-1) if p.grad is not None else torch.zeros_like(p).reshape(-1)
                  for p in params] + [torch.full((1,), float(count), device=self.device)]
             )  # fmt: skip
-            self._wait_for_device()
+            waited_for_ranks = self._wait_for_ranks()
             synced = time.perf_counter()
             if self.distributed:
                 dist.all_reduce(local, op=dist.ReduceOp.SUM)
@@ -255,7 +265,10 @@ class Worker:
                 offset += param.numel()
             optimizer.step()
             figures["sync"] += sync_done - synced
-            figures["compute"] += (synced - started) + (time.perf_counter() - sync_done)
+            figures["sync_wait"] += waited_for_ranks
+            figures["compute"] += (synced - started - waited_for_ranks) + (
+                time.perf_counter() - sync_done
+            )
             figures["trained"] += seeds_in_step
         return {**figures, "steps": steps, "wait": self.source.wait_s - waited}
 
@@ -281,14 +294,16 @@ class Worker:
             weights.append(float(part.num_train))
         return states, weights
 
-    def synchronise(self, states: list[State], weights: list[float]) -> float:
-        """Set the global model to the training-node-weighted average; returns seconds spent."""
+    def synchronise(self, states: list[State], weights: list[float]) -> tuple[float, float]:
+        """Set the global model to the training-node-weighted average; returns the seconds spent
+        waiting for the other ranks and in the all-reduce."""
         if not self.distributed and self.job.book_path is None:
             self.global_state = states[0] if states else self.global_state
             self.model.load_state_dict(self.global_state)
-            return 0.0
+            return 0.0, 0.0
         if not states:  # a rank whose partitions hold no training nodes adds nothing
             states, weights = [self.global_state], [0.0]
+        waited = self._wait_for_ranks()
         started = time.perf_counter()
         self.global_state = all_reduce_average(
             weighted_state_sum(states, weights), self.total_train
@@ -296,7 +311,7 @@ class Worker:
         self._wait_for_device()
         seconds = time.perf_counter() - started
         self.model.load_state_dict(self.global_state)
-        return seconds
+        return waited, seconds
 
     # --- evaluation ----------------------------------------------------------------------------
     @torch.no_grad()
@@ -362,7 +377,7 @@ class Worker:
         settings = self.settings
         epochs = settings.epochs
         grad_avg = settings.mode == "grad_avg"
-        keys = ("compute", "loss", "sync", "steps", "trained", "cost", "wait")
+        keys = ("compute", "loss", "sync", "sync_wait", "steps", "trained", "cost", "wait")
         record = {key: np.zeros(epochs) for key in keys}
         evaluations: dict[int, dict[str, tuple[float, float]]] = {}
         last_evaluated = 0
@@ -374,7 +389,9 @@ class Worker:
                     record[key][start] = value
             else:
                 states, weights = self.train_round(start, length, record)
-                record["sync"][start] = self.synchronise(states, weights)
+                record["sync_wait"][start], record["sync"][start] = self.synchronise(
+                    states, weights
+                )
                 record["steps"][start] = float(self.job.book_path is not None)
                 record["trained"][start : start + length] = self.total_train  # by construction
             done = start + length
@@ -400,7 +417,8 @@ class Worker:
         losses = self._all_reduce(torch.from_numpy(record["loss"])).numpy() / self.total_train
         cost = self._all_reduce(torch.from_numpy(record["cost"])).numpy()  # every rank's batches
         sync = self._all_reduce(
-            torch.tensor([record["sync"].sum()], dtype=torch.float64), dist.ReduceOp.MAX
+            torch.tensor([record["sync"].sum(), record["sync_wait"].sum()], dtype=torch.float64),
+            dist.ReduceOp.MAX,
         )
         best_epoch = max(evaluations, key=lambda epoch: evaluations[epoch]["val"][0])
         best = evaluations[best_epoch]
@@ -410,7 +428,8 @@ class Worker:
             history.append({"epoch": epoch, "train_loss": float(loss), "val_f1_micro": val})
         return {
             "epoch_time_s": float(slowest.mean()),
-            "sync_time_s": float(sync[0]),
+            "sync_time_s": float(sync[0]),  # all-reduces alone, the slowest rank's total
+            "sync_wait_s": float(sync[1]),  # waiting for the slowest rank first, the longest total
             "sync_count": float(record["steps"].mean()),  # all-reduces of the model or gradients
             "train_nodes_per_epoch": float(record["trained"].min()),  # every epoch's fewest
             "computation_cost": float(cost.mean()),  # (node, layer) pairs per epoch, all ranks
