@@ -345,7 +345,9 @@ class Worker:
         share: on amazon_cs and coauthor_cs nearly the whole graph, once per chunk.
         """
         if not self.model.uses_graph:
-            return self._chunked(targets, lambda chunk: self.model(_rows(part.features, chunk), []))
+            return self._chunked(
+                targets, lambda chunk: self._forward(_rows(part.features, chunk), [])
+            )
         h = part.features
         num_nodes = len(part.hop_sampler.indptr) - 1
         for layer in range(self.model.num_layers):
