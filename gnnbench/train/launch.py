@@ -24,7 +24,6 @@ import torch.multiprocessing as mp
 
 from gnnbench import errors
 from gnnbench.errors import ConfigError
-from gnnbench.torchrun import torchrun_rank, under_torchrun  # noqa: F401 (launch's interface)
 from gnnbench.train.settings import Job, TrainSettings
 from gnnbench.train.worker import Worker
 

@@ -11,6 +11,7 @@ import torch
 from gnnbench.data.store import GraphStore
 from gnnbench.errors import ConfigError, DataError
 from gnnbench.partition.book import PartitionBook
+from gnnbench.torchrun import under_torchrun
 from gnnbench.train import launch
 from gnnbench.train.models import build_model
 from gnnbench.train.sampler import warm_up
@@ -60,9 +61,9 @@ def check_training_config(
 def _distributed(job: Job, num_workers: int) -> tuple[dict, int]:
     """Run the ranks (model or gradient averaging); returns the summary and how many trained."""
     p = PartitionBook(job.book_path).p
-    world_size = int(os.environ["WORLD_SIZE"]) if launch.under_torchrun() else num_workers
+    world_size = int(os.environ["WORLD_SIZE"]) if under_torchrun() else num_workers
     _check_workers(world_size, p)
-    if launch.under_torchrun():
+    if under_torchrun():
         return launch.run_torchrun(job), world_size
     launch.check_cuda_workers(job.settings, world_size)
     return launch.spawn_workers(job, world_size), world_size
