@@ -260,12 +260,21 @@ def test_torchrun_sweep_resumes_on_rank0s_word(tmp_path, gnnbench_home):
     again = launch(*sweep)
     assert again.count("skipped: already FINISHED") == 4  # both ranks skip both jobs
     assert "train: grad_avg" not in again
-    partition_only = launch("-m", "gnnbench", "dataset=cora", "train=none")
-    assert "runs on rank 0 alone" in partition_only
+    # centralized right after a grad_avg job: the process group is still up, and rank 0 must
+    # train alone without entering it (the other rank is not there to meet it)
+    mixed = launch(*sweep[:4], "train=grad_avg,centralized", "train.epochs=1", "seed=2")
+    assert "runs on rank 0 alone" in mixed
+    assert mixed.count("train: centralized test micro-F1") == 1
     client, found = runs(tmp_path)
-    assert sorted(r.data.params["train.mode"] for r in found) == ["grad_avg", "grad_avg", "none"]
+    modes = sorted(r.data.params["train.mode"] for r in found)
+    assert modes == ["centralized", "grad_avg", "grad_avg", "grad_avg"]
+    assert {r.info.status for r in found} == {"FINISHED"}
     experiment = client.get_experiment_by_name("gnnbench").experiment_id
     parents = [
         r for r in client.search_runs([experiment]) if r.data.tags.get("gnnbench.role") == "parent"
     ]
-    assert len(parents) == 1
+    # one parent per sweep that ran jobs, opened by rank 0 only (the resumed sweep ran none)
+    assert sorted(r.data.params["overrides"] for r in parents) == [
+        "dataset=cora train=grad_avg train.epochs=1 seed=0,1",
+        "dataset=cora train=grad_avg,centralized train.epochs=1 seed=2",
+    ]

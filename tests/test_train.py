@@ -142,7 +142,9 @@ def test_f1_from_counts_matches_hand_computation():
 def test_weighted_average_of_two_states():
     first = {"w": torch.tensor([1.0, 2.0]), "steps": torch.tensor(7)}
     second = {"w": torch.tensor([5.0, 10.0]), "steps": torch.tensor(9)}
-    averaged = all_reduce_average(weighted_state_sum([first, second], [1.0, 3.0]), total_weight=4.0)
+    averaged = all_reduce_average(
+        weighted_state_sum([first, second], [1.0, 3.0]), total_weight=4.0, distributed=False
+    )
     assert torch.allclose(averaged["w"], torch.tensor([4.0, 8.0]))
     assert int(averaged["steps"]) == 7  # integer buffers are not averaged
 

@@ -41,19 +41,26 @@ def weighted_state_sum(
     return total
 
 
-def all_reduce_average(local_sum: Mapping[str, torch.Tensor], total_weight: float) -> State:
-    """Sum the ranks' weighted sums (one flat all-reduce) and divide by the global weight."""
+def all_reduce_average(
+    local_sum: Mapping[str, torch.Tensor], total_weight: float, *, distributed: bool
+) -> State:
+    """Sum the ranks' weighted sums (one flat all-reduce) and divide by the global weight.
+
+    `distributed` is the caller's word, not `dist.is_initialized()`: under torchrun a sweep keeps
+    its process group between jobs, and a centralized job on rank 0 alone must not enter it."""
     keys = _averaged_keys(local_sum)
     vector = flatten(local_sum, keys)
-    if dist.is_available() and dist.is_initialized():
+    if distributed:
         dist.all_reduce(vector, op=dist.ReduceOp.SUM)
     return unflatten(vector / total_weight, local_sum, keys)
 
 
-def broadcast_state(state: Mapping[str, torch.Tensor], source: int = 0) -> State:
+def broadcast_state(
+    state: Mapping[str, torch.Tensor], *, distributed: bool, source: int = 0
+) -> State:
     """Every rank starts from rank `source`'s initial model."""
     keys = _averaged_keys(state)
     vector = flatten(state, keys)
-    if dist.is_available() and dist.is_initialized():
+    if distributed:
         dist.broadcast(vector, src=source)
     return unflatten(vector, state, keys)

@@ -109,7 +109,9 @@ class Worker:
         self.rank = rank
         self.world_size = world_size
         self.device = device
-        self.distributed = dist.is_available() and dist.is_initialized()
+        # From world_size, not dist.is_initialized(): a torchrun sweep keeps its process group
+        # between jobs, and a centralized job then runs on rank 0 alone.
+        self.distributed = world_size > 1
         torch.manual_seed(self.settings.seed)  # identical initial model on every rank
         self.model = build_model(job.num_features, job.num_classes, self.settings.model).to(device)
         self.parts = load_parts(job, rank, world_size, self.model.uses_graph)
@@ -129,7 +131,7 @@ class Worker:
             self.settings.timeout_s,
             pin=device.type == "cuda",
         )
-        self.global_state = broadcast_state(self.model.state_dict())
+        self.global_state = broadcast_state(self.model.state_dict(), distributed=self.distributed)
         self.model.load_state_dict(self.global_state)
         local_train = torch.tensor([sum(p.num_train for p in self.parts)], dtype=torch.float64)
         self.total_train = float(self._all_reduce(local_train)[0])  # = the split's training nodes
@@ -306,7 +308,7 @@ class Worker:
         waited = self._wait_for_ranks()
         started = time.perf_counter()
         self.global_state = all_reduce_average(
-            weighted_state_sum(states, weights), self.total_train
+            weighted_state_sum(states, weights), self.total_train, distributed=self.distributed
         )
         self._wait_for_device()
         seconds = time.perf_counter() - started
