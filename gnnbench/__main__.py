@@ -112,9 +112,6 @@ def _nothing_to_do(config: dict, key: str, multirun: bool) -> bool:
     return finished is not None
 
 
-RANK0_FAILED = "rank 0 failed"
-
-
 def _finished_run(config: dict, key: str, rank: int | None) -> str | None:
     """With resume, the FINISHED run this job repeats. For torchrun ranks training on partitions
     (rank not None) rank 0's store decides for all: every rank must run the same jobs, and a rank
@@ -123,20 +120,18 @@ def _finished_run(config: dict, key: str, rank: int | None) -> str | None:
     if rank is None:
         return (resume and _already_finished(config, key)) or None
     from gnnbench.run import torchrun_training_rank
-    from gnnbench.train.launch import broadcast_from_rank0
+    from gnnbench.train import launch
 
     torchrun_training_rank(config)  # joins the process group
     if rank > 0:
-        decision = broadcast_from_rank0(None)
-        if decision == RANK0_FAILED:
-            raise GnnbenchError("rank 0 failed before training (see its log)")
-        return decision
+        return launch.word_from_rank0()
     try:
         decision = (resume and _already_finished(config, key)) or None
     except BaseException:
-        broadcast_from_rank0(RANK0_FAILED)  # the others wait for word: tell them, then fail
+        launch.tell_other_ranks_rank0_failed()  # the others wait for word: tell them, then fail
         raise
-    return broadcast_from_rank0(decision)
+    launch.tell_other_ranks(decision)
+    return decision
 
 
 def main() -> None:

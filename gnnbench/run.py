@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from gnnbench.data.datasets import prepare_dataset
-from gnnbench.errors import ConfigError, GnnbenchError
+from gnnbench.errors import ConfigError
 from gnnbench.partition.stage import run_partition_stage
 from gnnbench.track.mlflow_run import mlflow_run
 
@@ -70,6 +70,8 @@ def run(
     rank = torchrun_training_rank(config) if training else None
     if rank:  # torchrun: rank 0 prepares, partitions and logs; the others only train
         return _follow_rank0(config)
+    if rank == 0:
+        from gnnbench.train import launch
     summary: dict[str, Any] = {}
     handed_off = False
     try:
@@ -77,22 +79,16 @@ def run(
             started = time.perf_counter()
             store, book = _data_and_partition(config, tracker, training)
             if rank == 0:
-                _hand_off((str(store.path), str(book.path)))
+                launch.tell_other_ranks((str(store.path), str(book.path)))
                 handed_off = True
             summary.update(_train_if(config, tracker, training, store, book))
             summary["wall_s"] = time.perf_counter() - started
             summary["run_id"] = tracker.run_id
     except BaseException:
         if rank == 0 and not handed_off:  # the other ranks wait for word: tell them, then fail
-            _hand_off(None)
+            launch.tell_other_ranks_rank0_failed()
         raise
     return summary
-
-
-def _hand_off(payload) -> None:
-    from gnnbench.train.launch import broadcast_from_rank0
-
-    broadcast_from_rank0(payload)
 
 
 def _train_if(config, tracker, training: bool, store, book) -> dict[str, Any]:
@@ -123,11 +119,9 @@ def torchrun_training_rank(config: Mapping[str, Any]) -> int | None:
 
 def _follow_rank0(config: Mapping[str, Any]) -> dict[str, Any]:
     """A torchrun rank other than 0: train on the store and book rank 0 prepared."""
-    from gnnbench.train.launch import broadcast_from_rank0
+    from gnnbench.train.launch import word_from_rank0
 
-    paths = broadcast_from_rank0(None)
-    if paths is None:
-        raise GnnbenchError("rank 0 failed before training (see its log)")
+    paths = word_from_rank0()
     result = _train(config, Path(paths[0]), Path(paths[1]))
     return {k: result[k] for k in ("test_f1_micro", "test_f1_macro", "epoch_time_s")}
 

@@ -240,6 +240,23 @@ def test_torchrun_two_ranks_log_one_run(tmp_path, gnnbench_home):
 
 
 @pytest.mark.distributed
+def test_torchrun_rank0_failing_before_training_fails_every_rank(tmp_path, gnnbench_home):
+    """Rank 0 prepares the data while the others wait for its word: when it fails, they are told
+    and fail too (one line each), rather than waiting out the hand-off's timeout."""
+    torchrun = Path(sys.executable).with_name("torchrun")
+    missing = tmp_path / "missing.txt"
+    completed = subprocess.run(
+        [str(torchrun), "--nproc_per_node=2", "-m", "gnnbench", "dataset=edgelist",
+         f"dataset.path={missing}", "train=grad_avg", "train.epochs=1"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300, env=os.environ.copy(),
+    )  # fmt: skip
+    assert completed.returncode != 0
+    errors = [line for line in completed.stderr.splitlines() if "gnnbench: error: " in line]
+    assert any("missing.txt" in line for line in errors), completed.stderr[-3000:]
+    assert any("rank 0 failed before training" in line for line in errors)
+
+
+@pytest.mark.distributed
 def test_torchrun_sweep_resumes_on_rank0s_word(tmp_path, gnnbench_home):
     """Under torchrun a sweep keeps one set of records: rank 0 opens the parent, logs each job
     and decides which jobs resume skips, for every rank; a job that does not train on partitions

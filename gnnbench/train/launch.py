@@ -64,11 +64,32 @@ def join_torchrun_group(settings: TrainSettings) -> None:
         _handoff_group = dist.new_group(backend="gloo", timeout=HANDOFF_TIMEOUT)
 
 
-def broadcast_from_rank0(payload):
-    """Rank 0's `payload` on every rank (None from rank 0 means it failed before training)."""
+# What rank 0 sends instead of its word when it fails first (None is a word: "nothing found").
+_RANK0_FAILED = "gnnbench: rank 0 failed"
+
+
+def _broadcast_from_rank0(payload):
     box = [payload]
     dist.broadcast_object_list(box, src=0, group=_handoff_group)
     return box[0]
+
+
+def tell_other_ranks(payload) -> None:
+    """Rank 0: send `payload` (any picklable value) to every rank waiting in `word_from_rank0`."""
+    _broadcast_from_rank0(payload)
+
+
+def tell_other_ranks_rank0_failed() -> None:
+    """Rank 0, failing before its word: release the waiting ranks, which then fail too."""
+    _broadcast_from_rank0(_RANK0_FAILED)
+
+
+def word_from_rank0():
+    """A rank other than 0: what rank 0 told; its failure becomes this rank's."""
+    payload = _broadcast_from_rank0(None)
+    if isinstance(payload, str) and payload == _RANK0_FAILED:
+        raise errors.GnnbenchError("rank 0 failed before training (see its log)")
+    return payload
 
 
 def check_cuda_workers(settings: TrainSettings, num_workers: int) -> None:
