@@ -1,5 +1,9 @@
 """The job count a sweep announces ("job 3 of 9") is the grid Hydra's BasicSweeper runs."""
 
+import pytest
+from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+from hydra.core.override_parser.overrides_parser import OverridesParser
+
 from gnnbench.track.sweep import count_jobs
 
 EXPERIMENT_GRID = {
@@ -17,3 +21,15 @@ def test_command_line_replaces_an_experiment_axis():
     # `-m experiment=... dataset=coauthor_cs` runs one dataset: Hydra reads the command line last
     assert count_jobs(["dataset=coauthor_cs"], EXPERIMENT_GRID) == 6
     assert count_jobs(["seed=0,1"], EXPERIMENT_GRID) == 12
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [["p=2,4"], ["dataset=coauthor_cs"], ["+seed=0,1"], ["++seed=5", "~p"], ["model@m=sage,gcn"]],
+)
+def test_count_matches_hydras_grid(overrides):
+    """The count is the length of the grid Hydra's own sweeper builds from the same overrides."""
+    given = [f"{key}={value}" for key, value in EXPERIMENT_GRID.items()] + overrides
+    parsed = OverridesParser.create().parse_overrides(given)
+    (grid,) = BasicSweeper.split_arguments(parsed, max_batch_size=None)
+    assert count_jobs(overrides, EXPERIMENT_GRID) == len(grid)

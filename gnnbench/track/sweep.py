@@ -53,17 +53,16 @@ def count_jobs(overrides: list[str], sweeper_params: Mapping[str, Any]) -> int:
     """Number of jobs of a basic-sweeper grid: the product of the comma-separated choices."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
-    parser = OverridesParser.create()
-    # Hydra's BasicSweeper reads hydra.sweeper.params first, then the command line: a key given
-    # on the command line replaces the experiment's choices for it.
-    grid = {key: f"{key}={value}" for key, value in sweeper_params.items()}
-    grid.update({o.split("=", 1)[0]: o for o in overrides if "=" in o})
-    sizes = []
-    for override in parser.parse_overrides(list(grid.values())):
-        sizes.append(
-            len(list(override.sweep_string_iterator())) if override.is_sweep_override() else 1
+    # As Hydra's BasicSweeper: hydra.sweeper.params first, then the command line, one axis per
+    # key element (prefix and package included), so a key given later replaces earlier choices.
+    given = [f"{key}={value}" for key, value in sweeper_params.items()] + list(overrides)
+    choices = {}
+    for override in OverridesParser.create().parse_overrides(given):
+        swept = override.is_sweep_override()
+        choices[override.get_key_element()] = (
+            len(list(override.sweep_string_iterator())) if swept else 1
         )
-    return math.prod(sizes)
+    return math.prod(choices.values())
 
 
 class SweepTracker:
