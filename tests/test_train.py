@@ -323,15 +323,16 @@ def test_auto_p_follows_sdt_gnn_rule():
 
 @pytest.mark.parametrize("model", ["sage", "gat", "mlp"])
 def test_layerwise_inference_is_the_model_on_full_neighbourhoods(graph, model):
-    """Evaluation runs each layer once over the whole graph, in chunks; for SAGE, GAT and the
-    MLP that is the same function as the model on each target's full K-hop neighbourhood. (The
-    block GCN normalises by degrees inside each block, so its outputs depend on the chunking.)"""
+    """Evaluation runs each layer once over the nodes the targets need from it, in chunks; for
+    SAGE, GAT and the MLP that is the same function as the model on each target's full K-hop
+    neighbourhood. (The block GCN normalises by degrees inside each block, so its outputs depend
+    on the chunking.) Three layers: two inner layers read rows of a restricted output."""
     from gnnbench.train.settings import Job, TrainSettings
     from gnnbench.train.worker import Worker
 
     store, _ = graph
-    train = {"mode": "centralized", **FAST, "eval_batch_size": 7}  # many chunks per layer
-    settings = TrainSettings.from_config(train, {**SAGE, "name": model}, 1, 0)
+    train = {"mode": "centralized", **FAST, "fanouts": [5, 5, 5], "eval_batch_size": 7}
+    settings = TrainSettings.from_config(train, {**SAGE, "name": model, "layers": 3}, 1, 0)
     job = Job(settings, store.path, None, store.feature_dim, store.num_classes, False)
     worker = Worker(job, 0, 1, torch.device("cpu"))
     worker.model.eval()

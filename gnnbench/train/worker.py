@@ -341,34 +341,49 @@ class Worker:
     def infer(self, part: TrainingPart, targets: np.ndarray) -> torch.Tensor:
         """The model's outputs for `targets` with every neighbour, layer by layer (on the CPU).
 
-        Each layer runs once over all of the partition's nodes (the last over the targets only),
-        in chunks of eval_batch_size, from the previous layer's outputs. Sampling each chunk's
-        full K-hop neighbourhood instead recomputes the inner layers of nodes that many chunks
-        share: on amazon_cs and coauthor_cs nearly the whole graph, once per chunk.
+        Each layer runs once over the nodes the targets need from it (the last layer over the
+        targets, each inner one over one hop more), in chunks of eval_batch_size, from the
+        previous layer's outputs. Sampling each chunk's full K-hop neighbourhood instead
+        recomputes the inner layers of nodes that many chunks share: on amazon_cs and
+        coauthor_cs nearly the whole graph, once per chunk.
         """
         if not self.model.uses_graph:
             return self._chunked(
                 targets, lambda chunk: self._forward(_rows(part.features, chunk), [])
             )
-        h = part.features
-        num_nodes = len(part.hop_sampler.indptr) - 1
-        for layer in range(self.model.num_layers):
-            last = layer == self.model.num_layers - 1
-            rows = targets if last else np.arange(num_nodes)
+        h, row_of = part.features, None  # row_of[node]: its row in h (None: h is by node id)
+        for layer, rows in enumerate(self._needed_rows(part, targets)):
 
-            def one_hop(chunk: np.ndarray, h=h, layer=layer) -> torch.Tensor:
+            def one_hop(chunk: np.ndarray, h=h, row_of=row_of, layer=layer) -> torch.Tensor:
                 batch = part.hop_sampler.sample(chunk, 0)
-                x = _rows(h, batch.n_id).to(self.device, non_blocking=True)
+                ids = batch.n_id if row_of is None else row_of[batch.n_id]
+                x = _rows(h, ids).to(self.device, non_blocking=True)
                 return self.model.layer(layer, x, self._on_device(batch.blocks[0]))
 
             h = self._chunked(rows, one_hop)
+            row_of = np.empty(len(part.hop_sampler.indptr) - 1, dtype=np.int64)
+            row_of[rows] = np.arange(len(rows))
         return h
 
+    def _needed_rows(self, part: TrainingPart, targets: np.ndarray) -> list[np.ndarray]:
+        """Per layer, the nodes whose output the targets need: the last layer's are the targets,
+        each inner layer's add the next one's neighbours."""
+        needed = [targets]
+        for _ in range(self.model.num_layers - 1):
+            needed.append(part.hop_sampler.sample(needed[-1], 0).n_id)
+        return needed[::-1]
+
     def _chunked(self, rows: np.ndarray, compute) -> torch.Tensor:
-        """compute(chunk) over rows in chunks of eval_batch_size, concatenated on the CPU."""
+        """compute(chunk) over rows in chunks of eval_batch_size, into one tensor on the CPU
+        (filled in place: concatenating the chunks would hold every output twice)."""
         size = self.settings.eval_batch_size
-        outputs = [compute(rows[start : start + size]).cpu() for start in range(0, len(rows), size)]
-        return torch.cat(outputs) if outputs else torch.empty(0)
+        output = None
+        for start in range(0, len(rows), size):
+            chunk = compute(rows[start : start + size]).cpu()
+            if output is None:
+                output = torch.empty((len(rows), *chunk.shape[1:]), dtype=chunk.dtype)
+            output[start : start + len(chunk)] = chunk
+        return output if output is not None else torch.empty(0)
 
     # --- the run -------------------------------------------------------------------------------
     def run(self) -> dict:
