@@ -74,7 +74,7 @@ def test_sampler_processes_batch_wait(benchmark):
 
 
 def test_layerwise_inference_over_khop_batches(benchmark):
-    """Evaluation: each layer once over the graph (layer-wise) against a full K-hop neighbourhood
+    """Evaluation: each layer once over the nodes needed (layer-wise) against a full K-hop neighbourhood
     per batch of 2048 targets (how evaluation ran before), on amazon_cs's val and test nodes,
     GraphSAGE 2x256 centralized. Recorded, not gated; the outputs must agree."""
     import time
