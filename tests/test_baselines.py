@@ -127,6 +127,16 @@ def test_missing_environment_single_run_is_one_line(tmp_path, gnnbench_home):
     assert line.startswith("gnnbench: error: partitioner=distdgl_metis") and "setup" in line
 
 
+def test_cap_below_what_the_process_holds_is_one_line(tmp_path, gnnbench_home):
+    """A cap the partition process already exceeds could only fail somewhere arbitrary (the
+    meter's thread, a library load): it is a config error naming what the process holds."""
+    completed = gnnbench(tmp_path, "dataset=cora", "partitioner.memory_limit_gb=0.01", "train=none")
+    assert completed.returncode == 2
+    line = completed.stderr.strip().splitlines()[-1]
+    assert line.startswith("gnnbench: error: partitioner.memory_limit_gb=0.01: below the ")
+    assert not list(Path(gnnbench_home, "partitions").glob("*/owner.npy"))  # no book written
+
+
 def test_setup_rejects_unknown_names():
     completed = subprocess.run(
         [sys.executable, "-m", "gnnbench", "setup", "metis_for_everyone"],
@@ -175,6 +185,39 @@ def test_out_of_memory_errors_are_recognised():
     assert is_out_of_memory(RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried"))
     assert is_out_of_memory(OutOfMemory("out of memory: x"))
     assert not is_out_of_memory(ValueError("p must be positive"))
+    try:  # the reason hidden behind a wrapper's message, as torch-sparse's loader does
+        try:
+            raise OSError("_version_cpu.so: failed to map segment from shared object")
+        except OSError as cause:
+            raise OSError("Could not load this library: _version_cpu.so") from cause
+    except OSError as wrapped:
+        assert is_out_of_memory(wrapped)
+
+
+def test_pyg_metis_under_a_tiny_cap_is_out_of_memory_not_missing(pyg_metis_ready):
+    """torch-sparse installed but unable to load under the cap: out of memory, not 'set it up'."""
+    script = textwrap.dedent(
+        """
+        import torch
+        from gnnbench.errors import BaselineUnavailable
+        from gnnbench.partition.baseline_envs import require_pyg_metis
+        from gnnbench.partition.memory_limit import (
+            apply_memory_limit, is_out_of_memory, private_bytes,
+        )
+
+        apply_memory_limit(private_bytes() + 2**20)  # 1 MB more than the interpreter holds
+        try:
+            require_pyg_metis()
+            print("loaded")
+        except BaselineUnavailable as exc:
+            print("unavailable:", exc)
+        except Exception as exc:
+            print("out of memory" if is_out_of_memory(exc) else f"other: {exc!r}")
+        """
+    )
+    completed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    assert completed.stdout.strip() == "out of memory"
 
 
 @pytest.mark.slow

@@ -29,6 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from gnnbench.errors import BaselineUnavailable, GnnbenchError
+from gnnbench.partition.memory_limit import is_out_of_memory
 from gnnbench.paths import gnnbench_home
 
 TORCH_SPARSE = "torch-sparse==0.6.18"
@@ -73,7 +74,9 @@ def torch_sparse_with_metis() -> bool:
     try:
         import torch
         import torch_sparse  # noqa: F401
-    except (ImportError, OSError):
+    except (ImportError, OSError) as exc:
+        if is_out_of_memory(exc):  # installed, but partitioner.memory_limit_gb leaves no room
+            raise
         return False
     rowptr = torch.tensor([0, 1, 3, 5, 6])
     col = torch.tensor([1, 0, 2, 1, 3, 2])

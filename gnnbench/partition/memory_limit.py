@@ -2,8 +2,9 @@
 
 The in-memory baselines exist to be compared on memory; on a graph they cannot hold, the job must
 end FAILED with reason "out of memory" and the peak it reached, not crash the sweep. The cap is
-RLIMIT_DATA: the process's private writable memory (heap, anonymous mmaps, what the interpreter
-and imports already hold, about 250 MB), set just before the measured step and inherited by the
+RLIMIT_DATA: the process's private writable memory (heap, anonymous mmaps, what the interpreter,
+imports and compiled kernels already hold, about 500 MB), set just before the measured step (a cap
+below what is already held is a config error: nothing could run) and inherited by the
 processes the step starts (the DistDGL driver). Unlike RLIMIT_AS it does not count shared
 libraries mapped read-only, so DistDGL's CUDA build of torch can still load under a small cap.
 Allocators then fail in the open (MemoryError, std::bad_alloc, ENOMEM) instead of the kernel's
@@ -43,10 +44,27 @@ def memory_limit_bytes(partitioner: dict) -> int | None:
     return int(value * 2**30)
 
 
+def private_bytes() -> int | None:
+    """The private memory this process holds now, as RLIMIT_DATA counts it (None off Linux)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmData:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
 def apply_memory_limit(limit_bytes: int | None) -> None:
     """Cap this process (and the processes it starts) at `limit_bytes` of private memory."""
     if limit_bytes is None:
         return
+    held = private_bytes()
+    if held is not None and limit_bytes <= held:  # nothing could run, not even the meter
+        raise ConfigError(
+            f"partitioner.memory_limit_gb={limit_bytes / 2**30:g}: below the {held / 2**20:.0f} MB "
+            "the partition process holds before the partitioner starts"
+        )
     _, hard = resource.getrlimit(LIMIT)  # the soft limit only: `uncapped` can lift it again
     resource.setrlimit(LIMIT, (limit_bytes, hard))
 
@@ -63,11 +81,22 @@ def current_memory_limit() -> int | None:
     return None if soft == resource.RLIM_INFINITY else soft
 
 
-def is_out_of_memory(exc: BaseException) -> bool:
-    if isinstance(exc, MemoryError | OutOfMemory):
-        return True
-    text = f"{type(exc).__name__}: {exc}".lower()
-    return any(message in text for message in _OUT_OF_MEMORY_MESSAGES)
+def is_out_of_memory(exc: BaseException, capped: bool = False) -> bool:
+    """Whether `exc`, or an error it was raised from, is a failed allocation. Wrappers often
+    hide the reason: torch-sparse's "Could not load this library" is raised from the loader's
+    "failed to map segment" when the cap leaves no room for the library. Under a cap, a thread
+    that cannot start (EAGAIN: no room for its stack) is one too."""
+    messages = _OUT_OF_MEMORY_MESSAGES + (("resource temporarily unavailable",) if capped else ())
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, MemoryError | OutOfMemory):
+            return True
+        text = f"{type(exc).__name__}: {exc}".lower()
+        if any(message in text for message in messages):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
 
 
 def peak_of(tracker_file: Path) -> float | None:

@@ -130,7 +130,7 @@ def _tracked(tracker_file: Path, work, name: str = "", limit_bytes: int | None =
     except OutOfMemory:
         raise
     except BaseException as exc:
-        if is_out_of_memory(exc):
+        if is_out_of_memory(exc, capped=limit_bytes is not None):
             raise out_of_memory(name, limit_bytes, peak_of(tracker_file), _max_rss_mb()) from exc
         raise
     seconds = time.perf_counter() - started
@@ -174,6 +174,8 @@ def partition_into(
     prepare_store = getattr(partition_fn, "prepare_store", None)
     if prepare_store is not None:  # cached per-store views (e.g. node-stream adjacency), unmeasured
         prepare_store(store)
+    import memray  # noqa: F401  (the meter loads before the cap: a tiny cap must fail the partitioner, not the import)
+
     apply_memory_limit(limit_bytes)
     with atomic_directory(dest) as tmp:
         result, peak_mb, seconds = _tracked(
