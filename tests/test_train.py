@@ -117,6 +117,19 @@ def test_sampler_is_deterministic_and_takes_all_with_minus_one():
     assert batch_seed(0, 1, 2, 3) == batch_seed(0, 1, 2, 3) != batch_seed(0, 1, 2, 4)
 
 
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+def test_with_neighbours_is_the_full_samples_nodes(dtype):
+    """The nodes a layer-wise evaluation needs one hop further out: what sampling every
+    neighbour lists, in the same order, without building the edges."""
+    from gnnbench.train.sampler import with_neighbours
+
+    indptr, indices = random_csr()
+    seeds = np.array([9, 2, 40, 3])
+    full = NeighbourSampler(indptr, indices.astype(dtype), [ALL_NEIGHBOURS]).sample(seeds, 0)
+    assert np.array_equal(with_neighbours(indptr, indices.astype(dtype), seeds), full.n_id)
+    assert len(with_neighbours(indptr, indices, np.array([], dtype=np.int64))) == 0
+
+
 def test_sampler_rejects_duplicate_seeds_and_stays_usable():
     indptr, indices = random_csr()
     sampler = NeighbourSampler(indptr, indices, [2])

@@ -126,6 +126,32 @@ def _sample_hops(indptr, indices, seeds, fanouts, rng_seed, position):
     )
 
 
+@numba.njit(cache=True)
+def _with_neighbours(indptr, indices, nodes):
+    """`nodes` (unique), then each neighbour not yet listed, in the order `sample` gives n_id;
+    O(nodes + their edges) time and O(graph nodes) memory, no edge arrays."""
+    listed = np.zeros(len(indptr) - 1, dtype=np.bool_)
+    out = np.empty(len(indptr) - 1, dtype=np.int64)
+    count = 0
+    for node in nodes:
+        listed[node] = True
+        out[count] = node
+        count += 1
+    for node in nodes:
+        for edge in range(indptr[node], indptr[node + 1]):
+            neighbour = indices[edge]
+            if not listed[neighbour]:
+                listed[neighbour] = True
+                out[count] = neighbour
+                count += 1
+    return out[:count].copy()
+
+
+def with_neighbours(indptr: np.ndarray, indices: np.ndarray, nodes: np.ndarray) -> np.ndarray:
+    """The nodes one hop of full neighbourhoods needs: `nodes`, then their new neighbours."""
+    return _with_neighbours(indptr, indices, np.ascontiguousarray(nodes, dtype=np.int64))
+
+
 class NeighbourSampler:
     """Uniform sampling without replacement over one CSR (local ids); not thread-safe.
 
@@ -173,3 +199,4 @@ def warm_up() -> None:
         indices = np.array([1, 2, 0, 0], dtype=dtype)
         for fanouts in ([1, ALL_NEIGHBOURS], []):
             NeighbourSampler(indptr, indices, fanouts).sample(np.array([0]), 0)
+        with_neighbours(indptr, indices, np.array([0]))

@@ -30,7 +30,13 @@ from gnnbench.train.batch_source import BatchMaker, BatchSource, PreparedBatch
 from gnnbench.train.batching import BatchPlan, cluster_plans, clusters, minibatch_plans
 from gnnbench.train.metrics import confusion_counts, f1_scores
 from gnnbench.train.models import build_model
-from gnnbench.train.sampler import ALL_NEIGHBOURS, Block, NeighbourSampler, batch_seed
+from gnnbench.train.sampler import (
+    ALL_NEIGHBOURS,
+    Block,
+    NeighbourSampler,
+    batch_seed,
+    with_neighbours,
+)
 from gnnbench.train.settings import Job
 from gnnbench.train.sync import State, all_reduce_average, broadcast_state, weighted_state_sum
 
@@ -361,8 +367,9 @@ class Worker:
                 return self.model.layer(layer, x, self._on_device(batch.blocks[0]))
 
             h = self._chunked(rows, one_hop)
-            row_of = np.empty(len(part.hop_sampler.indptr) - 1, dtype=np.int64)
-            row_of[rows] = np.arange(len(rows))
+            if layer < self.model.num_layers - 1:
+                row_of = np.full(len(part.hop_sampler.indptr) - 1, -1, dtype=np.int64)
+                row_of[rows] = np.arange(len(rows))
         return h
 
     def _needed_rows(self, part: TrainingPart, targets: np.ndarray) -> list[np.ndarray]:
@@ -370,7 +377,8 @@ class Worker:
         each inner layer's add the next one's neighbours."""
         needed = [targets]
         for _ in range(self.model.num_layers - 1):
-            needed.append(part.hop_sampler.sample(needed[-1], 0).n_id)
+            sampler = part.hop_sampler
+            needed.append(with_neighbours(sampler.indptr, sampler.indices, needed[-1]))
         return needed[::-1]
 
     def _chunked(self, rows: np.ndarray, compute) -> torch.Tensor:
