@@ -192,6 +192,19 @@ def test_out_of_memory_errors_are_recognised():
             raise OSError("Could not load this library: _version_cpu.so") from cause
     except OSError as wrapped:
         assert is_out_of_memory(wrapped)
+    try:  # `from None` hides the context: a real bug in a fallback stays a bug
+        try:
+            raise MemoryError
+        except MemoryError:
+            raise ValueError("fallback failed") from None
+    except ValueError as hidden:
+        assert not is_out_of_memory(hidden)
+    # a thread that cannot start counts only under the cap, and non-blocking I/O never does
+    memray_thread = RuntimeError("Resource temporarily unavailable")
+    assert is_out_of_memory(memray_thread, capped=True) and not is_out_of_memory(memray_thread)
+    assert not is_out_of_memory(
+        BlockingIOError(11, "Resource temporarily unavailable"), capped=True
+    )
 
 
 def test_pyg_metis_under_a_tiny_cap_is_out_of_memory_not_missing(pyg_metis_ready):
@@ -201,18 +214,21 @@ def test_pyg_metis_under_a_tiny_cap_is_out_of_memory_not_missing(pyg_metis_ready
         import torch
         from gnnbench.errors import BaselineUnavailable
         from gnnbench.partition.baseline_envs import require_pyg_metis
-        from gnnbench.partition.memory_limit import (
-            apply_memory_limit, is_out_of_memory, private_bytes,
-        )
+        import resource
+        from gnnbench.partition.memory_limit import LIMIT, is_out_of_memory, private_bytes
 
-        apply_memory_limit(private_bytes() + 2**20)  # 1 MB more than the interpreter holds
+        # no room left at all (apply_memory_limit refuses such a cap), so that the first thing
+        # to fail is the loader mapping torch-sparse's library, whatever the import order
+        resource.setrlimit(LIMIT, (private_bytes(), resource.getrlimit(LIMIT)[1]))
         try:
             require_pyg_metis()
             print("loaded")
         except BaselineUnavailable as exc:
             print("unavailable:", exc)
-        except Exception as exc:
-            print("out of memory" if is_out_of_memory(exc) else f"other: {exc!r}")
+        except OSError as exc:  # the library could not be mapped: out of memory, said plainly
+            loader = exc.__cause__ or exc.__context__
+            mapped = loader is not None and "failed to map segment" in str(loader)
+            print("out of memory" if mapped and is_out_of_memory(exc) else f"other: {exc!r}")
         """
     )
     completed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)

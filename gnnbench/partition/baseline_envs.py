@@ -75,7 +75,7 @@ def torch_sparse_with_metis() -> bool:
         import torch
         import torch_sparse  # noqa: F401
     except (ImportError, OSError) as exc:
-        if is_out_of_memory(exc):  # installed, but partitioner.memory_limit_gb leaves no room
+        if is_out_of_memory(exc):  # installed, but no room under partitioner.memory_limit_gb
             raise
         return False
     rowptr = torch.tensor([0, 1, 3, 5, 6])

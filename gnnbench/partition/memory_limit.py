@@ -81,21 +81,30 @@ def current_memory_limit() -> int | None:
     return None if soft == resource.RLIM_INFINITY else soft
 
 
+# How a thread that cannot start reports it (CPython, and memray's tracker thread): under the cap
+# that means no room for its stack; elsewhere EAGAIN has other causes, so only capped runs count it.
+_THREAD_START_MESSAGES = ("can't start new thread", "resource temporarily unavailable")
+
+
 def is_out_of_memory(exc: BaseException, capped: bool = False) -> bool:
     """Whether `exc`, or an error it was raised from, is a failed allocation. Wrappers often
-    hide the reason: torch-sparse's "Could not load this library" is raised from the loader's
-    "failed to map segment" when the cap leaves no room for the library. Under a cap, a thread
-    that cannot start (EAGAIN: no room for its stack) is one too."""
-    messages = _OUT_OF_MEMORY_MESSAGES + (("resource temporarily unavailable",) if capped else ())
+    hide the reason: torch's library loader raises "Could not load this library" from the
+    dynamic loader's "failed to map segment" when the cap leaves no room for the library."""
     seen: set[int] = set()
     while exc is not None and id(exc) not in seen:
         seen.add(id(exc))
         if isinstance(exc, MemoryError | OutOfMemory):
             return True
         text = f"{type(exc).__name__}: {exc}".lower()
-        if any(message in text for message in messages):
+        if any(message in text for message in _OUT_OF_MEMORY_MESSAGES):
             return True
-        exc = exc.__cause__ or exc.__context__
+        thread_start = isinstance(exc, RuntimeError) and any(
+            m in text for m in _THREAD_START_MESSAGES
+        )
+        if capped and thread_start:
+            return True
+        # the explicit cause, or the error being handled unless `raise ... from None` hid it
+        exc = exc.__cause__ or (None if exc.__suppress_context__ else exc.__context__)
     return False
 
 

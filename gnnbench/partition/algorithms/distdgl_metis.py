@@ -40,7 +40,9 @@ def _result(completed: subprocess.CompletedProcess, out: Path) -> dict:
         result = json.loads(result_file.read_text())
         if "error" not in result:
             return result
-        if is_out_of_memory(RuntimeError(result["error"])):
+        if is_out_of_memory(
+            RuntimeError(result["error"]), capped=current_memory_limit() is not None
+        ):
             raise out_of_memory(NAME, current_memory_limit(), result["peak_mb"], result["rss_mb"])
         raise RuntimeError(f"{NAME}: DGL failed: {result['error']}")
     signal_name = killed_by_signal(completed.returncode)
