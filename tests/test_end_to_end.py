@@ -290,7 +290,7 @@ def test_torchrun_sweep_resumes_on_rank0s_word(tmp_path, gnnbench_home):
     parents = [
         r for r in client.search_runs([experiment]) if r.data.tags.get("gnnbench.role") == "parent"
     ]
-    # one parent per sweep that ran jobs, opened by rank 0 only (the resumed sweep ran none)
+    # one parent per sweep, opened by rank 0 only (the resumed sweep reopened the first one's)
     assert sorted(r.data.params["overrides"] for r in parents) == [
         "dataset=cora train=grad_avg train.epochs=1 seed=0,1",
         "dataset=cora train=grad_avg,centralized train.epochs=1 seed=2",

@@ -360,3 +360,16 @@ def test_layerwise_inference_is_the_model_on_full_neighbourhoods(graph, model):
         )
     assert layerwise.shape == (len(targets), store.num_classes)
     torch.testing.assert_close(layerwise, whole, rtol=1e-4, atol=1e-5)
+
+
+def test_torchrun_sweep_job_needing_another_backend_is_one_line(monkeypatch):
+    """A torchrun sweep keeps its first job's process group: a later job that needs another
+    backend fails on every rank alike, naming the key, instead of running on the wrong group."""
+    from gnnbench.train import launch
+    from gnnbench.train.settings import TrainSettings
+
+    monkeypatch.setattr(launch.dist, "is_initialized", lambda: True)
+    monkeypatch.setattr(launch.dist, "get_backend", lambda *args: "nccl")
+    settings = TrainSettings.from_config({"mode": "grad_avg", "backend": "gloo"}, SAGE, 1, 0)
+    with pytest.raises(ConfigError, match="train.backend: this job needs gloo.*group is nccl"):
+        launch.join_torchrun_group(settings)

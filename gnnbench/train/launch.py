@@ -57,9 +57,16 @@ _handoff_group = None
 def join_torchrun_group(settings: TrainSettings) -> None:
     """Under torchrun, join the process group early, so rank 0 can share its stages' products."""
     global _handoff_group
+    device = resolve_device(settings, int(os.environ.get("LOCAL_RANK", 0)))
     if not dist.is_initialized():
-        device = resolve_device(settings, int(os.environ.get("LOCAL_RANK", 0)))
         _init_group(settings, device, init_method="env://")
+    elif dist.get_backend() != resolve_backend(settings, device):
+        # the group outlives a sweep's jobs (torch cannot re-create it reliably in one process)
+        raise ConfigError(
+            f"train.backend: this job needs {resolve_backend(settings, device)}, but the torchrun "
+            f"sweep's process group is {dist.get_backend()} (from its first job); "
+            "sweep one backend or device per torchrun launch"
+        )
     if _handoff_group is None:
         _handoff_group = dist.new_group(backend="gloo", timeout=HANDOFF_TIMEOUT)
 
