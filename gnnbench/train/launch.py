@@ -60,12 +60,12 @@ def join_torchrun_group(settings: TrainSettings) -> None:
     device = resolve_device(settings, int(os.environ.get("LOCAL_RANK", 0)))
     if not dist.is_initialized():
         _init_group(settings, device, init_method="env://")
-    elif dist.get_backend() != resolve_backend(settings, device):
-        # the group outlives a sweep's jobs (torch cannot re-create it reliably in one process)
+    # the group outlives a sweep's jobs (torch cannot re-create it reliably in one process)
+    needed, existing = resolve_backend(settings, device), dist.get_backend()
+    if needed != existing:
         raise ConfigError(
-            f"train.backend: this job needs {resolve_backend(settings, device)}, but the torchrun "
-            f"sweep's process group is {dist.get_backend()} (from its first job); "
-            "sweep one backend or device per torchrun launch"
+            f"train.backend: this job needs {needed}, but the torchrun sweep's process group is "
+            f"{existing} (from its first job); sweep one backend or device per torchrun launch"
         )
     if _handoff_group is None:
         _handoff_group = dist.new_group(backend="gloo", timeout=HANDOFF_TIMEOUT)
@@ -94,7 +94,7 @@ def tell_other_ranks_rank0_failed() -> None:
 def word_from_rank0():
     """A rank other than 0: what rank 0 told; its failure becomes this rank's."""
     payload = _broadcast_from_rank0(None)
-    if isinstance(payload, str) and payload == _RANK0_FAILED:
+    if payload == _RANK0_FAILED:
         raise errors.GnnbenchError("rank 0 failed before training (see its log)")
     return payload
 

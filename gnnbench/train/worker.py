@@ -375,10 +375,10 @@ class Worker:
     def _needed_rows(self, part: TrainingPart, targets: np.ndarray) -> list[np.ndarray]:
         """Per layer, the nodes whose output the targets need: the last layer's are the targets,
         each inner layer's add the next one's neighbours."""
+        graph = part.hop_sampler
         needed = [targets]
         for _ in range(self.model.num_layers - 1):
-            sampler = part.hop_sampler
-            needed.append(with_neighbours(sampler.indptr, sampler.indices, needed[-1]))
+            needed.append(with_neighbours(graph.indptr, graph.indices, needed[-1]))
         return needed[::-1]
 
     def _chunked(self, rows: np.ndarray, compute) -> torch.Tensor:
