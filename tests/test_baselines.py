@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import CORA, requires_dataset
 from test_data_sources import dataset_config
 from test_end_to_end import gnnbench, runs
 
@@ -71,6 +72,7 @@ def _check_book(store, book, p: int) -> np.ndarray:
     return owner
 
 
+@requires_dataset(CORA)
 def test_metis_on_cora_is_deterministic(gnnbench_home):
     store, book = _partition("metis")
     owner = _check_book(store, book, 4)
@@ -79,6 +81,7 @@ def test_metis_on_cora_is_deterministic(gnnbench_home):
     assert np.array_equal(owner, np.load(again.path / "owner.npy"))
 
 
+@requires_dataset(CORA)
 def test_pyg_metis_on_cora(gnnbench_home, pyg_metis_ready):
     store, book = _partition("pyg_metis")
     _check_book(store, book, 4)
@@ -86,6 +89,7 @@ def test_pyg_metis_on_cora(gnnbench_home, pyg_metis_ready):
     assert book.metrics["partition_peak_mb"] > store.num_nodes * store.feature_dim * 4 / 2**20
 
 
+@requires_dataset(CORA)
 def test_distdgl_metis_on_cora(gnnbench_home, distdgl_ready):
     store, book = _partition("distdgl_metis")
     _check_book(store, book, 4)
@@ -113,6 +117,7 @@ def _one_job_failed(tmp_path, overrides, finished: str, failed: str, error_type:
     return completed, by_name[finished], by_name[failed]
 
 
+@requires_dataset(CORA)
 def test_missing_distdgl_environment_fails_its_job_only(tmp_path, gnnbench_home):
     completed, _, _ = _one_job_failed(
         tmp_path, ["dataset=cora"], "metis", "distdgl_metis", "BaselineUnavailable"
@@ -120,6 +125,7 @@ def test_missing_distdgl_environment_fails_its_job_only(tmp_path, gnnbench_home)
     assert "python -m gnnbench setup distdgl_metis" in completed.stderr
 
 
+@requires_dataset(CORA)
 def test_missing_environment_single_run_is_one_line(tmp_path, gnnbench_home):
     completed = gnnbench(tmp_path, "dataset=cora", "partitioner=distdgl_metis", "train=none")
     assert completed.returncode == 2
@@ -127,6 +133,7 @@ def test_missing_environment_single_run_is_one_line(tmp_path, gnnbench_home):
     assert line.startswith("gnnbench: error: partitioner=distdgl_metis") and "setup" in line
 
 
+@requires_dataset(CORA)
 def test_cap_below_what_the_process_holds_is_one_line(tmp_path, gnnbench_home):
     """A cap the partition process already exceeds could only fail somewhere arbitrary (the
     meter's thread, a library load): it is a config error naming what the process holds."""

@@ -24,6 +24,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from conftest import CORA, requires_dataset
 
 pytestmark = pytest.mark.browser
 
@@ -184,6 +185,7 @@ def _chrome(user_data_dir: Path):
     return driver
 
 
+@requires_dataset(CORA)
 def test_sweep_visible_in_mlflow_ui(tmp_path, gnnbench_home):
     _require_browser()
     from selenium.common.exceptions import TimeoutException

@@ -15,14 +15,13 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 import yaml
-from conftest import RAW_DIR
+from conftest import CORA, RAW_DIR, requires_dataset
 
 from gnnbench.data.datasets import SOURCES, prepare_dataset, store_path
 from gnnbench.data.store import GraphStore
 from gnnbench.errors import ConfigError, DataError
 
 CONF_DIR = Path(__file__).resolve().parents[1] / "conf" / "dataset"
-needs_raw = pytest.mark.skipif(not RAW_DIR.is_dir(), reason=f"{RAW_DIR} not present")
 
 
 def dataset_config(name: str, **overrides) -> dict:
@@ -78,8 +77,15 @@ REAL = {
 }
 
 
-@needs_raw
-@pytest.mark.parametrize("name", sorted(REAL))
+def _real(name: str):
+    """The dataset name as a parameter marked with the raw file it reads."""
+    path = dataset_config(name)["path"]
+    if path == "planetoid":
+        path = f"planetoid/ind.{name}.graph"
+    return pytest.param(name, marks=requires_dataset(path))
+
+
+@pytest.mark.parametrize("name", [_real(name) for name in sorted(REAL)])
 def test_real_dataset_counts(name, gnnbench_home):
     nodes, edges, dim, classes, split_sizes = REAL[name]
     store = prepare_dataset(dataset_config(name))
@@ -98,7 +104,7 @@ def test_real_dataset_counts(name, gnnbench_home):
         assert sizes == split_sizes
 
 
-@needs_raw
+@requires_dataset("npz/amazon_cs.npz")
 def test_amazon_features_are_row_normalized(gnnbench_home):
     """normalize_features divides each row by its sum, as PyG's NormalizeFeatures does."""
     raw = np.load(RAW_DIR / "npz" / "amazon_cs.npz")
@@ -113,7 +119,7 @@ def test_amazon_features_are_row_normalized(gnnbench_home):
     assert store.meta["feature_normalization"] == "row (L1)"
 
 
-@needs_raw
+@requires_dataset(CORA, "planetoid/ind.citeseer.graph")
 def test_planetoid_matches_kipf_loading(gnnbench_home):
     """Cora's class sizes, the test-row reordering, and Citeseer's padded isolated nodes."""
     from gnnbench.data.sources.planetoid import load_pickle
@@ -134,7 +140,7 @@ def test_planetoid_matches_kipf_loading(gnnbench_home):
     assert not np.isin(padded, np.concatenate(list(citeseer.split().values()))).any()
 
 
-@needs_raw
+@requires_dataset("heterophilous/chameleon.npz")
 def test_heterophilous_split_index(gnnbench_home):
     first = prepare_dataset(dataset_config("chameleon"))
     second = prepare_dataset(dataset_config("chameleon", split=3))
@@ -144,7 +150,7 @@ def test_heterophilous_split_index(gnnbench_home):
 
 
 # --- METIS ---------------------------------------------------------------------------------------
-@needs_raw
+@requires_dataset("walshaw/graphs/3elt.graph")
 def test_metis_3elt_matches_header(gnnbench_home):
     path = RAW_DIR / "walshaw" / "graphs" / "3elt.graph"
     num_nodes, num_edges = map(int, path.read_text().split("\n", 1)[0].split()[:2])
@@ -312,7 +318,7 @@ def test_npz_missing_key_and_truncated_file(tmp_path, gnnbench_home):
         prepare_dataset({"name": "g3", "source": "npz", "path": str(path)})
 
 
-@needs_raw
+@requires_dataset(CORA)
 def test_planetoid_truncated_or_foreign_pickle(tmp_path, gnnbench_home):
     folder = tmp_path / "planetoid"
     shutil.copytree(RAW_DIR / "planetoid", folder)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import CORA, requires_dataset
 
 from gnnbench.track.mlflow_run import HEADLINE_METRICS
 
@@ -55,6 +56,7 @@ def test_default_run_logs_every_metric(tmp_path, gnnbench_home):
     assert {"config.yaml", "partition_metrics.json", "partition_flamegraph.html"} <= artifacts
 
 
+@requires_dataset(CORA)
 def test_sweep_partition_only(tmp_path, gnnbench_home):
     completed = gnnbench(
         tmp_path, "-m", "dataset=cora", "partitioner=spring,hash", "p=2,4", "train=none"
@@ -78,6 +80,7 @@ def test_unknown_dataset_is_one_line(tmp_path, gnnbench_home):
     assert len(lines) == 1 and "dataset=nope: unknown dataset" in lines[0] and "cora" in lines[0]
 
 
+@requires_dataset(CORA)
 def test_p_larger_than_nodes_is_one_line(tmp_path, gnnbench_home):
     completed = gnnbench(tmp_path, "dataset=cora", "p=100000", "train=none")
     assert completed.returncode == 2
@@ -94,6 +97,7 @@ def test_p_larger_than_nodes_is_one_line(tmp_path, gnnbench_home):
     assert found[0].info.status == "FAILED" and found[0].data.tags["error_type"] == "ConfigError"
 
 
+@requires_dataset(CORA)
 def test_truncated_edge_file_is_one_line(tmp_path, gnnbench_home):
     assert gnnbench(tmp_path, "dataset=cora", "p=2", "train=none").returncode == 0
     (edges,) = (gnnbench_home / "graphs").glob("cora-*/edges.bin")
@@ -105,6 +109,7 @@ def test_truncated_edge_file_is_one_line(tmp_path, gnnbench_home):
     assert line.startswith("gnnbench: error: ") and "edges.bin" in line and "truncated" in line
 
 
+@requires_dataset(CORA)
 def test_sweep_failure_goes_on(tmp_path, gnnbench_home):
     completed = gnnbench(
         tmp_path, "-m", "dataset=cora", "partitioner=hash", "p=2,100000", "train=none"
@@ -116,6 +121,7 @@ def test_sweep_failure_goes_on(tmp_path, gnnbench_home):
     assert np.isfinite([r.data.metrics.get("edge_cut", 0) for r in found]).all()
 
 
+@requires_dataset(CORA)
 @pytest.mark.slow
 @pytest.mark.distributed
 def test_cora_model_avg_matches_centralized(tmp_path, gnnbench_home):
@@ -133,6 +139,7 @@ def test_cora_model_avg_matches_centralized(tmp_path, gnnbench_home):
     )
 
 
+@requires_dataset("npz/amazon_cs.npz")
 def test_spring_beats_hash_on_amazon_cs(gnnbench_home, tmp_path):
     from gnnbench.data.datasets import prepare_dataset
     from gnnbench.partition.algorithms.hash import hash_partition
@@ -158,6 +165,7 @@ def all_runs(cwd: Path):
 SWEEP = ("-m", "dataset=cora", "partitioner=spring,hash", "p=2,4,100000", "train=none")
 
 
+@requires_dataset(CORA)
 def test_sweep_parent_failures_and_resume(tmp_path, gnnbench_home):
     first = gnnbench(tmp_path, *SWEEP)
     assert first.returncode == 1
@@ -185,6 +193,7 @@ def test_sweep_parent_failures_and_resume(tmp_path, gnnbench_home):
     assert statuses == ["FAILED"] * 4 + ["FINISHED"] * 4  # only the two failed jobs ran again
 
 
+@requires_dataset(CORA)
 def test_joblib_sweep_loses_no_run(tmp_path, gnnbench_home):
     completed = gnnbench(tmp_path, *SWEEP, "hydra/launcher=joblib", "hydra.launcher.n_jobs=3")
     assert completed.returncode == 1, completed.stderr[-2000:]
@@ -192,6 +201,7 @@ def test_joblib_sweep_loses_no_run(tmp_path, gnnbench_home):
     assert sorted(r.info.status for r in jobs) == ["FAILED"] * 2 + ["FINISHED"] * 4
 
 
+@requires_dataset(CORA)
 def test_auto_p_is_logged(tmp_path, gnnbench_home):
     """cora: 2708 x 1433 float32 features + 5278 int32 edges; 0.01 GB workers keep a third."""
     completed = gnnbench(
@@ -205,6 +215,7 @@ def test_auto_p_is_logged(tmp_path, gnnbench_home):
     assert run.data.params["p"] == "auto"
 
 
+@requires_dataset(CORA)
 @pytest.mark.distributed
 def test_more_partitions_than_workers_train_in_turn(tmp_path, gnnbench_home):
     """p=8 on 2 workers (model_avg): each worker trains 4 partitions from the averaged model."""
@@ -222,6 +233,7 @@ def test_more_partitions_than_workers_train_in_turn(tmp_path, gnnbench_home):
     assert metrics["test_f1_micro"] > 0.5  # trained (7 classes: chance is about 0.14-0.3)
 
 
+@requires_dataset(CORA)
 @pytest.mark.distributed
 def test_torchrun_two_ranks_log_one_run(tmp_path, gnnbench_home):
     """torchrun's processes are the ranks: rank 0 prepares, partitions and logs; both train."""
@@ -256,6 +268,7 @@ def test_torchrun_rank0_failing_before_training_fails_every_rank(tmp_path, gnnbe
     assert any("rank 0 failed before training" in line for line in errors)
 
 
+@requires_dataset(CORA)
 @pytest.mark.distributed
 def test_torchrun_sweep_resumes_on_rank0s_word(tmp_path, gnnbench_home):
     """Under torchrun a sweep keeps one set of records: rank 0 opens the parent, logs each job
