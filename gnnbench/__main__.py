@@ -65,7 +65,10 @@ def _job(cfg) -> dict | None:
     from omegaconf import OmegaConf
 
     from gnnbench.run import run
+    from gnnbench.track.sweep import SETUP_ERROR_ENV
 
+    if os.environ.get(SETUP_ERROR_ENV):  # the sweep has no parent: run nothing, main() says why
+        return None
     config = OmegaConf.to_container(cfg, resolve=True)
     multirun = _is_multirun()
     tags = _sweep_tags(config)
@@ -138,7 +141,7 @@ def main() -> None:
     """Console entry point (`gnnbench` / `python -m gnnbench`)."""
     import hydra
 
-    from gnnbench.track.sweep import ACTIVE
+    from gnnbench.track.sweep import ACTIVE, SETUP_ERRORS
 
     if sys.argv[1:2] == ["report"]:  # `gnnbench report [--sweep-id ID]`: the sweep report
         from gnnbench.track.report import main as report_main
@@ -159,6 +162,9 @@ def main() -> None:
     finally:
         for sweep in ACTIVE:
             sweep.close()  # a no-op unless Hydra skipped on_multirun_end
+    if SETUP_ERRORS:
+        print(f"gnnbench: error: {SETUP_ERRORS[0]}", file=sys.stderr)
+        sys.exit(2)
     failures = [failure for sweep in ACTIVE for failure in sweep.failures]
     if failures:
         print(f"gnnbench: {len(failures)} job(s) failed:", file=sys.stderr)

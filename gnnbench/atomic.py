@@ -1,12 +1,36 @@
-"""Write a directory under a temporary name and rename it into place only when complete."""
+"""Write a directory under a temporary name and rename it into place only when complete.
+
+Temporary names carry the writer's host and pid (`.<name>.tmp-<host>-<pid>`), so a later run can
+tell the leftovers of a killed writer (its pid no longer alive on this host) from work in progress
+and remove them (`remove_stale_temporaries`).
+"""
 
 from __future__ import annotations
 
+import logging
 import os
+import re
 import shutil
+import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+# .<name>.tmp-<host>-<pid>, .<name>.tmp-<pid> (older layout) and .<name>.bad-<pid> (a bad book
+# moved aside); the host may contain dashes, the pid is the last field.
+_TEMPORARY = re.compile(r"^\..+\.(?:tmp|bad)-(?:(?P<host>.+)-)?(?P<pid>\d+)$")
+
+
+def _host() -> str:
+    return socket.gethostname().replace("/", "_")
+
+
+def temporary_name(dest: Path) -> Path:
+    """The sibling of `dest` this process writes before renaming it into place."""
+    dest = Path(dest)
+    return dest.parent / f".{dest.name}.tmp-{_host()}-{os.getpid()}"
 
 
 @contextmanager
@@ -18,7 +42,7 @@ def atomic_directory(dest: Path) -> Iterator[Path]:
     """
     dest = Path(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dest.parent / f".{dest.name}.tmp-{os.getpid()}"
+    tmp = temporary_name(dest)
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
     try:
@@ -38,6 +62,55 @@ def atomic_directory(dest: Path) -> Iterator[Path]:
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write a file via a temporary name and rename."""
     path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    tmp = temporary_name(path)
     tmp.write_bytes(data)
     os.replace(tmp, path)
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this pid exists on this host (another user's counts as alive)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def is_stale(path: Path) -> bool:
+    """A temporary of this host whose writer is gone (other hosts' are left to them)."""
+    match = _TEMPORARY.match(path.name)
+    if match is None or int(match["pid"]) == os.getpid():
+        return False
+    host = match["host"]
+    return (host is None or host == _host()) and not pid_alive(int(match["pid"]))
+
+
+def remove_stale_temporaries(root: Path) -> int:
+    """Remove the temporaries killed writers left under a cache root (two levels: the stores and
+    books, and the files inside each store); returns the bytes freed."""
+    root = Path(root)
+    candidates = []
+    for folder in (root / "graphs", root / "partitions"):
+        if not folder.is_dir():
+            continue
+        for entry in folder.iterdir():
+            candidates.append(entry)
+            if entry.is_dir() and not entry.name.startswith("."):
+                candidates.extend(entry.iterdir())  # e.g. a store's half-built adjacency files
+    freed = 0
+    for path in filter(is_stale, candidates):
+        freed += _size(path)
+        if path.is_dir():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
+        log.warning("removed %s, left by a killed process", path)
+    return freed
+
+
+def _size(path: Path) -> int:
+    if path.is_file():
+        return path.stat().st_size
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())

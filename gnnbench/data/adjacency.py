@@ -34,6 +34,7 @@ from pathlib import Path
 import numba
 import numpy as np
 
+from gnnbench.atomic import temporary_name
 from gnnbench.data.store import DEFAULT_CHUNK_EDGES, GraphStore, NpyLayout
 from gnnbench.errors import ConfigError, DataError
 
@@ -175,7 +176,7 @@ def _fill_range(edges, lo, hi, cursor, buffer):
 
 
 def _tmp_name(path: Path) -> Path:
-    return path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    return temporary_name(path)
 
 
 def build_adjacency(

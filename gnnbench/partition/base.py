@@ -6,6 +6,7 @@ reduce to the same shape before the shared GNN-ready step, so every metric is co
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,7 +42,32 @@ PARTITIONERS: Registry[PartitionFn] = Registry(
 )
 
 # Config keys of the partitioner group that drive the shared machinery, not the algorithm.
-SHARED_KEYS = ("name", "hops", "memory_limit_gb")
+SHARED_KEYS = ("name", "hops", "memory_limit_gb", "max_vertex_balance", "refine_passes")
+
+
+def algorithm_version(name: str) -> str:
+    """The VERSION string of the module that registered `name` (bumped when its output changes),
+    part of every partition book's cache key."""
+    module = sys.modules[PARTITIONERS.get(name).__module__]
+    return str(getattr(module, "VERSION", "0"))
+
+
+# Bound on vertex_balance for a partitioner that states none of its own (edge partitioners balance
+# edges, and their owners are drawn among replicas): the shared key partitioner.max_vertex_balance.
+DEFAULT_MAX_VERTEX_BALANCE = 1.5
+
+
+def vertex_balance_bound(
+    name: str, params: Mapping[str, Any], p: int, num_nodes: int, shared_bound: float | None
+) -> tuple[float, str]:
+    """(bound, where it comes from): the algorithm's own stated bound on max_i |O_i| / (|V|/p)
+    (a `vertex_balance_bound(params, p, num_nodes)` attribute of its function), else the shared one.
+    """
+    own = getattr(PARTITIONERS.get(name), "vertex_balance_bound", None)
+    if own is not None:
+        return float(own(params, p, num_nodes)), f"{name}'s own bound"
+    bound = DEFAULT_MAX_VERTEX_BALANCE if shared_bound is None else float(shared_bound)
+    return bound, "partitioner.max_vertex_balance"
 
 
 def streaming_partitioners() -> list[str]:

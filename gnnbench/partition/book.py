@@ -1,9 +1,19 @@
-"""PartitionBook: the partition stage's product on disk, keyed by what determines it."""
+"""PartitionBook: the partition stage's product on disk, keyed by what determines it.
+
+A book is trusted only after a check: its meta.json carries the book FORMAT_VERSION and a manifest
+of every file it wrote (size, and a blake2b checksum of each file up to CHECKSUM_FULL_BYTES; of its
+first and last CHECKSUM_EDGE_BYTES beyond that), and the cache key holds the partitioner module's
+VERSION (bumped when its output changes). `open_verified` checks the manifest; a book that fails
+is removed (one warning line) and recomputed, never used.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
+import os
+import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,6 +24,14 @@ import numpy as np
 from gnnbench.data.store import read_json
 from gnnbench.errors import DataError
 from gnnbench.paths import gnnbench_home
+
+log = logging.getLogger(__name__)
+
+# Version of the book's layout and of the GNN-ready step's output: bump it when either changes.
+FORMAT_VERSION = 2
+CHECKSUM_FULL_BYTES = 8 << 20  # files up to this size are hashed whole: owner.npy, splits, metas
+CHECKSUM_EDGE_BYTES = 1 << 20  # larger ones: their first and last MiB (truncation changes the size)
+MANIFEST_SKIPS = ("meta.json",)
 
 
 def book_path(
@@ -28,10 +46,21 @@ def book_path(
 
     A structure-only book (no per-partition features and labels) is a different book.
     """
-    identity = {"fingerprint": fingerprint, "partitioner": dict(partitioner), "p": p, "seed": seed}
+    from gnnbench.partition.base import algorithm_version
+
+    identity = {
+        "fingerprint": fingerprint,
+        "partitioner": dict(partitioner),
+        "p": p,
+        "seed": seed,
+        "format_version": FORMAT_VERSION,
+        "code_version": algorithm_version(str(partitioner["name"])),
+    }
     if not node_data:
         identity["structure_only"] = True
-    identity["partitioner"].pop("memory_limit_gb", None)  # a cap changes whether it runs, not what
+    # a cap changes whether it runs, not what; the balance bound only what is reported
+    for key in ("memory_limit_gb", "max_vertex_balance"):
+        identity["partitioner"].pop(key, None)
     digest = hashlib.blake2b(
         json.dumps(identity, sort_keys=True, default=str).encode(), digest_size=6
     )
@@ -58,7 +87,28 @@ class PartitionBook:
     def __init__(self, path: Path):
         self.path = Path(path)
         self.meta = read_json(self.path / "meta.json")
+        version = self.meta.get("format_version")
+        if version != FORMAT_VERSION:
+            raise DataError(
+                f"{self.path / 'meta.json'}: book format_version {version!r}, expected "
+                f"{FORMAT_VERSION} (written by another gnnbench version: delete the book)"
+            )
         self.p = int(self.meta["p"])
+
+    def verify(self) -> None:
+        """Every file of the manifest present with its size and checksum; DataError otherwise."""
+        manifest = self.meta.get("files")
+        if not isinstance(manifest, dict) or not manifest:
+            raise DataError(f"{self.path / 'meta.json'}: no file manifest")
+        for name, expected in manifest.items():
+            path = self.path / name
+            if not path.is_file():
+                raise DataError(f"{path}: missing from the book")
+            size = path.stat().st_size
+            if size != expected["size"]:
+                raise DataError(f"{path}: {size} bytes, expected {expected['size']} (truncated?)")
+            if file_checksum(path) != expected["checksum"]:
+                raise DataError(f"{path}: checksum differs from the book's manifest")
 
     @property
     def metrics(self) -> dict[str, Any]:
@@ -74,18 +124,75 @@ class PartitionBook:
         part = self.path / f"part-{i}"
         if not part.is_dir():
             raise DataError(f"{part}: partition {i} missing from the book (p={self.p})")
-        with np.load(part / "split.npz") as split:
-            local_split = {key: split[key] for key in ("train", "val", "test")}
+        try:
+            with np.load(part / "split.npz") as split:
+                local_split = {key: split[key] for key in ("train", "val", "test")}
+            arrays = {
+                name: np.load(part / f"{name}.npy")
+                for name in ("nodes", "indptr", "indices", "feat", "label")
+            }
+        except (OSError, ValueError, EOFError, KeyError) as exc:
+            raise DataError(f"{part}: unreadable partition file ({exc})") from None
         return LocalPartition(
-            nodes=np.load(part / "nodes.npy"),
+            nodes=arrays["nodes"],
             num_owned=int(self.part_meta(i)["num_owned"]),
-            indptr=np.load(part / "indptr.npy"),
-            indices=np.load(part / "indices.npy"),
-            features=np.load(part / "feat.npy"),
-            labels=np.load(part / "label.npy"),
+            indptr=arrays["indptr"],
+            indices=arrays["indices"],
+            features=arrays["feat"],
+            labels=arrays["label"],
             split=local_split,
         )
 
 
-def is_complete(path: Path) -> bool:
-    return (Path(path) / "meta.json").is_file()
+def file_checksum(path: Path) -> str:
+    """blake2b of the whole file up to CHECKSUM_FULL_BYTES, else of its first and last MiB."""
+    digest = hashlib.blake2b(digest_size=12)
+    size = path.stat().st_size
+    with open(path, "rb") as handle:
+        if size <= CHECKSUM_FULL_BYTES:
+            while block := handle.read(1 << 20):
+                digest.update(block)
+        else:
+            digest.update(handle.read(CHECKSUM_EDGE_BYTES))
+            handle.seek(size - CHECKSUM_EDGE_BYTES)
+            digest.update(handle.read(CHECKSUM_EDGE_BYTES))
+    return digest.hexdigest()
+
+
+def manifest(directory: Path) -> dict[str, dict[str, Any]]:
+    """Size and checksum of every file under a book directory being written (meta.json aside)."""
+    directory = Path(directory)
+    files = sorted(path for path in directory.rglob("*") if path.is_file())
+    return {
+        str(path.relative_to(directory)): {
+            "size": path.stat().st_size,
+            "checksum": file_checksum(path),
+        }
+        for path in files
+        if path.name not in MANIFEST_SKIPS or path.parent != directory
+    }
+
+
+def open_verified(path: Path) -> PartitionBook | None:
+    """The book at `path` if it is there and passes its check; a failing one is removed."""
+    path = Path(path)
+    if not (path / "meta.json").is_file():
+        return None
+    try:
+        book = PartitionBook(path)
+        book.verify()
+        return book
+    except (DataError, KeyError, TypeError) as exc:
+        log.warning("cached partition book failed its check, recomputing: %s", exc)
+        _remove(path)
+        return None
+
+
+def _remove(path: Path) -> None:
+    """Move a bad book aside first (one rename), so no reader ever sees it half-deleted."""
+    doomed = path.with_name(f".{path.name}.bad-{os.getpid()}")
+    try:
+        os.rename(path, doomed)
+    except OSError:
+        return  # another process moved or replaced it already
+    shutil.rmtree(doomed, ignore_errors=True)

@@ -160,10 +160,18 @@ def mlflow_run(
     """
     import mlflow
 
+    from gnnbench.track.store import open_experiment, process_tags
+
     tracking = config.get("tracking", {})
-    mlflow.set_tracking_uri(tracking.get("uri", "sqlite:///mlflow.db"))
-    retrying(mlflow.set_experiment, tracking.get("experiment", "gnnbench"))
-    active = retrying(mlflow.start_run, run_name=run_name(config), tags=dict(tags or {}))
+    uri = tracking.get("uri", "sqlite:///mlflow.db")
+    _, experiment_id = open_experiment(uri, tracking.get("experiment", "gnnbench"))
+    mlflow.set_tracking_uri(uri)
+    active = retrying(
+        mlflow.start_run,
+        experiment_id=experiment_id,
+        run_name=run_name(config),
+        tags={**(tags or {}), **process_tags()},
+    )
     status = "FAILED"
     try:
         logger = RunLogger(mlflow, active.info.run_id)

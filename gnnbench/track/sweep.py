@@ -21,13 +21,14 @@ from typing import Any
 from hydra.experimental.callback import Callback
 
 from gnnbench.torchrun import torchrun_rank
-from gnnbench.track.mlflow_run import retrying
+from gnnbench.track.mlflow_run import one_line, retrying
 
 log = logging.getLogger(__name__)
 
 PARENT_ENV = "GNNBENCH_PARENT_RUN_ID"
 SWEEP_ENV = "GNNBENCH_SWEEP_ID"
 TOTAL_ENV = "GNNBENCH_SWEEP_JOBS"
+SETUP_ERROR_ENV = "GNNBENCH_SWEEP_SETUP_ERROR"  # set when the parent could not be opened
 # Keys that say where things go, not what is computed: left out of the run key.
 VOLATILE_KEYS = ("tracking", "resume", "hydra")
 
@@ -69,16 +70,14 @@ class SweepTracker:
     """The parent run of one sweep in one MLflow store."""
 
     def __init__(self, uri: str, experiment: str):
-        import mlflow
+        from gnnbench.track.store import open_experiment
 
-        self.client = mlflow.MlflowClient(tracking_uri=uri)
-        found = retrying(self.client.get_experiment_by_name, experiment)
-        self.experiment_id = (
-            found.experiment_id if found else retrying(self.client.create_experiment, experiment)
-        )
+        self.client, self.experiment_id = open_experiment(uri, experiment)
 
     def open_parent(self, sweep_id: str, overrides: list[str]) -> str:
         """The sweep's parent run, created on first use and set RUNNING again on a resume."""
+        from gnnbench.track.store import process_tags
+
         existing = retrying(
             self.client.search_runs,
             [self.experiment_id],
@@ -87,12 +86,14 @@ class SweepTracker:
         if existing:
             run_id = existing[0].info.run_id
             retrying(self.client.update_run, run_id, status="RUNNING")
+            for key, value in process_tags().items():  # this process keeps it now
+                retrying(self.client.set_tag, run_id, key, value)
             return run_id
         run = retrying(
             self.client.create_run,
             self.experiment_id,
             run_name=f"sweep-{sweep_id}",
-            tags={"sweep_id": sweep_id, "gnnbench.role": "parent"},
+            tags={"sweep_id": sweep_id, "gnnbench.role": "parent", **process_tags()},
         )
         retrying(self.client.log_param, run.info.run_id, "overrides", " ".join(overrides)[:6000])
         return run.info.run_id
@@ -140,6 +141,17 @@ class SweepCallback(Callback):
         self.report_args: tuple | None = None
 
     def on_multirun_start(self, config, **kwargs) -> None:
+        # Hydra turns a callback's exception into a warning and runs the jobs anyway: a sweep
+        # whose parent cannot be opened would log orphan runs and exit 0. Record the failure
+        # instead; every job then declines to run and main() exits 2 with this line.
+        try:
+            self._start(config)
+        except Exception as exc:
+            message = f"sweep could not start: {type(exc).__name__}: {one_line(exc)}"
+            os.environ[SETUP_ERROR_ENV] = message
+            SETUP_ERRORS.append(message)
+
+    def _start(self, config) -> None:
         overrides = list(config.hydra.overrides.task)
         params = dict(config.hydra.sweeper.get("params") or {})
         if torchrun_rank():  # rank 0 keeps the sweep's records; this rank only trains
@@ -178,3 +190,4 @@ class SweepCallback(Callback):
 # The sweeps opened in this (launching) process; __main__ closes any that Hydra left open and
 # turns their failures into the exit status.
 ACTIVE: list[SweepCallback] = []
+SETUP_ERRORS: list[str] = []

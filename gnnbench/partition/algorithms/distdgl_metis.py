@@ -30,6 +30,9 @@ from gnnbench.partition.memory_limit import (
     out_of_memory,
 )
 
+# Bump when this module's output changes: part of every partition book's cache key.
+VERSION = "1"
+
 NAME = "distdgl_metis"
 
 

@@ -35,6 +35,9 @@ from gnnbench.partition.edge_partition import (
 )
 from gnnbench.partition.hashing import hash_id
 
+# Bump when this module's output changes: part of every partition book's cache key.
+VERSION = "1"
+
 
 @numba.njit(cache=True, nogil=True)
 def _greedy_chunk(edges, first_index, replicas, load, seed):

@@ -51,6 +51,9 @@ from gnnbench.data.store import GraphStore
 from gnnbench.errors import ConfigError
 from gnnbench.partition.base import PARTITIONERS, PartitionResult
 
+# Bump when this module's output changes: part of every partition book's cache key.
+VERSION = "1"
+
 SEED_METHODS = ("auto", "pymetis", "bfs")
 
 
@@ -443,3 +446,7 @@ def grem(store: GraphStore, p: int, seed: int, params: Mapping[str, Any]) -> Par
     owner = first_part[group].astype(np.int32) if n else np.zeros(0, dtype=np.int32)
     stats["passes"] = stream.passes
     return PartitionResult(owner, stats)
+
+
+# Each bisection level rounds a side's capacity up by at most one node per group.
+grem.vertex_balance_bound = lambda params, p, n: 1.0 + p * max(1, math.ceil(math.log2(p))) / n

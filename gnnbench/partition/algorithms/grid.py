@@ -27,6 +27,9 @@ from gnnbench.partition.edge_partition import (
 )
 from gnnbench.partition.hashing import hash_id
 
+# Bump when this module's output changes: part of every partition book's cache key.
+VERSION = "1"
+
 
 def grid_shape(p: int) -> tuple[int, int]:
     """(rows, cols) with rows the largest divisor of p not above sqrt(p)."""

@@ -11,6 +11,9 @@ from gnnbench.data.store import GraphStore
 from gnnbench.partition.base import PARTITIONERS, PartitionResult
 from gnnbench.partition.hashing import hash_ids
 
+# Bump when this module's output changes: part of every partition book's cache key.
+VERSION = "1"
+
 _BLOCK = 1 << 22
 
 

@@ -37,6 +37,9 @@ from gnnbench.partition.edge_partition import (
 )
 from gnnbench.partition.hashing import hash_id
 
+# Bump when this module's output changes: part of every partition book's cache key.
+VERSION = "1"
+
 
 @numba.njit(cache=True, nogil=True)
 def _hdrf_chunk(edges, first_index, partial_degree, replicas, load, lam, epsilon, seed):

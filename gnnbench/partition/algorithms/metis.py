@@ -17,6 +17,9 @@ from gnnbench.data.store import GraphStore
 from gnnbench.partition.base import PARTITIONERS, PartitionResult
 from gnnbench.partition.memory_limit import current_memory_limit
 
+# Bump when this module's output changes: part of every partition book's cache key.
+VERSION = "1"
+
 
 @PARTITIONERS.register("metis")
 def metis(store: GraphStore, p: int, seed: int, params: Mapping[str, Any]) -> PartitionResult:
@@ -46,3 +49,5 @@ def metis(store: GraphStore, p: int, seed: int, params: Mapping[str, Any]) -> Pa
 
 
 metis.in_memory_baseline = True
+# METIS's default load imbalance (ufactor 30: 1.03), plus one node of rounding per part.
+metis.vertex_balance_bound = lambda params, p, n: 1.03 + p / n

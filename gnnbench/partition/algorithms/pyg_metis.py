@@ -19,6 +19,9 @@ from gnnbench.data.store import GraphStore
 from gnnbench.partition.base import PARTITIONERS, PartitionResult
 from gnnbench.partition.baseline_envs import require_pyg_metis
 
+# Bump when this module's output changes: part of every partition book's cache key.
+VERSION = "1"
+
 
 def load_pyg_data(store: GraphStore):
     """The whole store as a PyG `Data`: both edge directions, features, labels, split masks."""

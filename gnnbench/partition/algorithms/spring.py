@@ -24,6 +24,9 @@ from gnnbench.data.store import GraphStore
 from gnnbench.errors import ConfigError
 from gnnbench.partition.base import PARTITIONERS, PartitionResult
 
+# Bump when this module's output changes: part of every partition book's cache key.
+VERSION = "1"
+
 
 @numba.njit(cache=True, nogil=True)
 def _cluster_chunk(edges, degree, cluster, volume, richest, max_volume):
@@ -146,3 +149,7 @@ def spring(store: GraphStore, p: int, seed: int, params: Mapping[str, Any]) -> P
         "max_cluster_volume": max_volume,
     }
     return PartitionResult(owner, stats)
+
+
+# Merged clusters hold at most beta |V| / p nodes (SDT-GNN's balance factor), plus one node of rounding.
+spring.vertex_balance_bound = lambda params, p, n: float(params.get("beta", 1.05)) + p / n

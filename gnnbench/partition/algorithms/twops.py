@@ -45,6 +45,9 @@ from gnnbench.partition.edge_partition import (
     result_from_replicas,
 )
 
+# Bump when this module's output changes: part of every partition book's cache key.
+VERSION = "1"
+
 
 @numba.njit(cache=True, nogil=True)
 def _cluster_chunk(edges, degree, cluster, volume, next_id, cap):
