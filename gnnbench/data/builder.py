@@ -20,6 +20,14 @@ import numpy as np
 
 from gnnbench.atomic import atomic_directory
 from gnnbench.data.graph_ops import streaming_degree
+from gnnbench.data.import_checks import (
+    check_disk_space,
+    check_node_memory,
+    compact_labels,
+    nonfinite_policy,
+    os_error_as_data_error,
+    scan_nonfinite,
+)
 from gnnbench.data.store import FORMAT_VERSION, GraphStore, NpyLayout
 from gnnbench.errors import DataError
 
@@ -34,9 +42,17 @@ class GraphStoreBuilder:
     """
 
     def __init__(
-        self, dest: Path, name: str, source: str, seed: int = 0, normalize_features: bool = False
+        self,
+        dest: Path,
+        name: str,
+        source: str,
+        seed: int = 0,
+        normalize_features: bool = False,
+        nonfinite: str = "error",
     ):
         self.dest = Path(dest)
+        self.nonfinite = nonfinite_policy(nonfinite)
+        self._edge_origin: str | None = None
         self.normalize_features = normalize_features
         self.name = name
         self.source = source
@@ -51,22 +67,40 @@ class GraphStoreBuilder:
         self._finished = False
 
     def __enter__(self) -> GraphStoreBuilder:
-        self.tmp = self._atomic.__enter__()
+        try:
+            self.tmp = self._atomic.__enter__()
+        except OSError as exc:
+            raise (os_error_as_data_error(exc, self.dest.parent) or exc) from None
         self._raw = open(self.tmp / "raw_edges.bin", "wb")
         return self
 
     def __exit__(self, exc_type, exc, tb) -> bool:
         if not self._raw.closed:
-            self._raw.close()
+            try:
+                self._raw.close()
+            except OSError:  # a full disk fails the final flush too; the error below says so
+                pass
         if exc_type is None and not self._finished:
             incomplete = RuntimeError(f"{self.dest}: builder left without finish()")
             self._atomic.__exit__(RuntimeError, incomplete, None)  # removes the temporary dir
             raise incomplete
-        return bool(self._atomic.__exit__(exc_type, exc, tb))
+        try:
+            handled = bool(self._atomic.__exit__(exc_type, exc, tb))
+        except OSError as error:  # the rename into place failed; the temporary dir is removed
+            raise (os_error_as_data_error(error, self.dest.parent) or error) from None
+        # read-only or full GNNBENCH_HOME while writing: one line (the temporary dir is removed)
+        converted = os_error_as_data_error(exc, self.dest.parent) if exc_type else None
+        if isinstance(exc, OSError) and converted:
+            raise converted from None
+        return handled
 
     # --- inputs ------------------------------------------------------------------------------
-    def set_num_nodes(self, num_nodes: int) -> None:
-        """Fix the node count: ids must then lie in [0, num_nodes) and are kept as they are."""
+    def set_num_nodes(self, num_nodes: int, origin: str = "dataset.num_nodes") -> None:
+        """Fix the node count: ids must then lie in [0, num_nodes) and are kept as they are.
+
+        Checked against free memory first: `origin` names where the count came from.
+        """
+        check_node_memory(int(num_nodes), origin)
         self.num_nodes = int(num_nodes)
 
     def add_edges(self, edges: np.ndarray, origin: str) -> None:
@@ -74,6 +108,7 @@ class GraphStoreBuilder:
         edges = np.asarray(edges)
         if edges.ndim != 2 or edges.shape[1] != 2:
             raise DataError(f"{origin}: expected pairs of node ids, got shape {edges.shape}")
+        self._edge_origin = origin
         if edges.size == 0:
             return
         if not np.issubdtype(edges.dtype, np.integer):
@@ -122,12 +157,20 @@ class GraphStoreBuilder:
         """Write edges, degrees, split and meta; the directory is renamed into place on exit."""
         self._raw.close()
         edges, num_nodes = self._canonical_edges()
+        if not len(edges):
+            raise DataError(f"{self._origin()}: no edges after removing self-loops")
         id_dtype = np.dtype("<i4") if num_nodes < 2**31 else np.dtype("<i8")
+        check_disk_space(self.tmp, edges.shape[0] * 2 * id_dtype.itemsize, "edges.bin")
         edges.astype(id_dtype).tofile(self.tmp / "edges.bin")
         num_edges = len(edges)
         del edges
         os.remove(self.tmp / "raw_edges.bin")
         self._check_node_arrays(num_nodes)
+        if self._feature_dim:
+            origin = self._origin(features=True)
+            bad_rows = scan_nonfinite(self.tmp / "feat.npy", self.nonfinite, origin)
+            if bad_rows:
+                self._extra_meta["nonfinite_features"] = bad_rows
         if self.normalize_features and self._feature_dim:
             row_normalize(self.tmp / "feat.npy")
             self._extra_meta["feature_normalization"] = "row (L1)"
@@ -173,7 +216,19 @@ class GraphStoreBuilder:
         if self._labels is not None:
             if len(self._labels) != num_nodes:
                 raise DataError(f"{self.source}: {len(self._labels)} labels for {num_nodes} nodes")
+            if self._labels.ndim == 1:
+                # classes 1..C or with gaps would otherwise give max+1 output classes
+                self._labels, values = compact_labels(self._labels)
+                self._extra_meta["label_values"] = values
             np.save(self.tmp / "label.npy", self._labels)
+
+    def _origin(self, features: bool = False) -> str:
+        """The raw file an error names: the edges' file or (for features) the source's raw file."""
+        raw_files = [str(path) for path in self._extra_meta.get("raw_files") or []]
+        candidates = (
+            [*raw_files, self._edge_origin] if features else [self._edge_origin, *raw_files]
+        )
+        return next((name for name in candidates if name), self.source)
 
     def _write_split(self, num_nodes: int) -> None:
         split = self._split

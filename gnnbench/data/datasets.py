@@ -20,6 +20,8 @@ from gnnbench.registry import Registry
 
 SourceFn = Callable[[GraphStoreBuilder, Mapping[str, Any]], None]
 SOURCES: Registry[SourceFn] = Registry("dataset source", "gnnbench.data.sources", "dataset.source")
+IMPORT_ONLY_KEYS = ("import_memory_gb",)  # how the store is built, not what it holds
+IMPORT_DEFAULTS = {"nonfinite": "error"}
 
 
 def raw_path(dataset: Mapping[str, Any], key: str = "path") -> Path:
@@ -38,8 +40,16 @@ def raw_path(dataset: Mapping[str, Any], key: str = "path") -> Path:
 
 
 def dataset_key(dataset: Mapping[str, Any]) -> str:
-    """Hash of the dataset config and its raw file's size and mtime: a changed file re-imports."""
-    identity = dict(dataset)
+    """Hash of the dataset config and its raw file's size and mtime: a changed file re-imports.
+
+    Keys that cannot change the store (the import's memory budget) or hold their default are left
+    out, so adding them to a config keeps its existing store.
+    """
+    identity = {
+        key: value
+        for key, value in dataset.items()
+        if key not in IMPORT_ONLY_KEYS and IMPORT_DEFAULTS.get(key, object()) != value
+    }
     if identity.get("path"):
         path = Path(str(identity["path"])).expanduser()
         path = path if path.is_absolute() else raw_dir() / path
@@ -69,6 +79,7 @@ def prepare_dataset(dataset: Mapping[str, Any]) -> GraphStore:
             str(dataset["source"]),
             split_seed,
             normalize_features=bool(dataset.get("normalize_features", False)),
+            nonfinite=dataset.get("nonfinite", "error"),
         ) as builder:
             source(builder, dataset)
             builder.finish()

@@ -89,6 +89,13 @@ class RunLogger:
     def log_dataset(self, meta: Mapping[str, Any]) -> None:
         keys = ("num_nodes", "num_edges", "feature_dim", "num_classes", "fingerprint")
         retrying(self.mlflow.log_params, {f"graph.{key}": meta[key] for key in keys if key in meta})
+        # the import's own figures (time, memory, repaired rows) are metrics, comparable across runs
+        figures = ("import_time_s", "import_peak_mb", "import_rss_mb", "nonfinite_features")
+        metrics = {
+            key: float(meta[key]) for key in figures if isinstance(meta.get(key), int | float)
+        }
+        if metrics:
+            retrying(self.mlflow.log_metrics, metrics)
 
     def log_auto_p(self, choice: Mapping[str, Any]) -> None:
         """p=auto: the chosen number of partitions (metric num_parts) and the rule's inputs."""
@@ -135,6 +142,9 @@ class RunLogger:
         retrying(self.mlflow.MlflowClient().log_batch, self.run_id, metrics=curves + summary)
         extra = {k: v for k, v in result.items() if k not in TRAIN_METRICS and k != "history"}
         self.log_json("training.json", {**extra, "history": history})
+
+    def set_tags(self, tags: Mapping[str, str]) -> None:
+        retrying(self.mlflow.set_tags, dict(tags))
 
     def log_json(self, name: str, payload: Any) -> None:
         with tempfile.TemporaryDirectory() as scratch:

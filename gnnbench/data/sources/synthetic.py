@@ -152,9 +152,9 @@ def import_synthetic(builder: GraphStoreBuilder, dataset: Mapping[str, Any]) -> 
     params = SbmParams.from_config(dataset)
     streams = np.random.SeedSequence(params.seed).spawn(3)
     node_rng, edge_rng, feature_rng = (np.random.default_rng(s) for s in streams)
+    builder.set_num_nodes(params.num_nodes)  # checks memory before the node arrays exist
     labels = node_rng.permutation(params.num_nodes) % params.num_classes
     weights = node_weights(node_rng, params)
-    builder.set_num_nodes(params.num_nodes)
     sampler = WeightedSampler(labels, weights, params.num_classes)
     starts = range(0, params.num_raw_edges, params.chunk_edges)
     for start in progress(starts, len(starts), "generating edge chunks"):
