@@ -43,8 +43,8 @@ def pytest_runtest_setup(item) -> None:
         missing = [path for path in marker.args if not (RAW_DIR / path).exists()]
         if missing:
             message = (
-                f"real dataset missing: {RAW_DIR / missing[0]} "
-                f"(set GNNBENCH_RAW_DIR to a folder laid out like shared/datasets)"
+                f"real dataset {missing[0]} not under GNNBENCH_RAW_DIR={RAW_DIR} "
+                "(point it at a folder laid out like shared/datasets)"
             )
             if in_ci():
                 pytest.fail(message, pytrace=False)
