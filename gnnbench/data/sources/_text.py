@@ -4,6 +4,11 @@ A compiled pass over the bytes blanks comment lines, turns the delimiter into a 
 tokens of every line; numpy's C parser then reads all numbers of the block at once. Only when the
 number count disagrees with the token count (a malformed token) does a slow per-line pass run, to
 name the offending line.
+
+A file may open with one header line of column names (`id_1,id_2`): with `header=True` the first
+data line is skipped when none of its tokens is a number; a non-numeric token on any later line is
+still an error naming that line. The delimiter may be named (`comma`, `tab`, `space`,
+`semicolon`: a bare comma cannot be written on Hydra's command line) or follow from the suffix.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ from __future__ import annotations
 import re
 import warnings
 from collections.abc import Iterator
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,9 +24,82 @@ import numba
 import numpy as np
 
 from gnnbench.data.sources._io import iter_line_blocks
-from gnnbench.errors import DataError
+from gnnbench.errors import ConfigError, DataError
 
 _INTEGER = re.compile(rb"[+-]?\d+")
+DELIMITER_NAMES = {"comma": ",", "tab": "\t", "space": " ", "semicolon": ";"}
+_SUFFIX_DELIMITERS = {".csv": ",", ".tsv": "\t"}
+_QUOTES = "\"'"
+
+
+def data_suffix(path: Path) -> str:
+    """The file's lower-case format suffix, looking through a trailing `.gz` (g.csv.gz → .csv)."""
+    suffixes = [suffix.lower() for suffix in Path(path).suffixes]
+    if suffixes and suffixes[-1] == ".gz":
+        suffixes.pop()
+    return suffixes[-1] if suffixes else ""
+
+
+def resolve_delimiter(value: object, path: Path, key: str = "dataset.delimiter") -> str | None:
+    """The column delimiter of `path`: a name from DELIMITER_NAMES or one ASCII character; unset
+    → `,` for .csv, tab for .tsv (also gzipped), else None (any whitespace)."""
+    if value is None or value == "":
+        return _SUFFIX_DELIMITERS.get(data_suffix(path))
+    text = str(value)
+    if text.lower() in DELIMITER_NAMES:
+        return DELIMITER_NAMES[text.lower()]
+    if len(text) != 1 or not text.isascii():
+        names = ", ".join(DELIMITER_NAMES)
+        raise ConfigError(f"{key}: expected one of {names} or one ASCII character, got {value!r}")
+    return text
+
+
+def _split_tokens(line: bytes, delimiter: str | None) -> list[str]:
+    text = line.decode(errors="replace")
+    parts = text.split(delimiter) if delimiter and not delimiter.isspace() else text.split()
+    return [part.strip().strip(_QUOTES) for part in parts]
+
+
+def _is_number(token: str) -> bool:
+    try:
+        float(token)
+    except ValueError:
+        return False
+    return True
+
+
+def _header_names(line: bytes, delimiter: str | None) -> list[str] | None:
+    """The column names when no token of this line is a number, else None (a data line)."""
+    tokens = _split_tokens(line, delimiter)
+    filled = [token for token in tokens if token]
+    if filled and not any(_is_number(token) for token in filled):
+        return tokens
+    return None
+
+
+def _first_data_line(block: bytes, comment_chars: bytes) -> tuple[int, int] | None:
+    """(start, end) byte offsets of the block's first line that is neither blank nor a comment."""
+    start = 0
+    while start < len(block):
+        end = block.find(b"\n", start)
+        end = len(block) if end < 0 else end
+        stripped = block[start:end].strip()
+        if stripped and stripped[0] not in comment_chars:
+            return start, end
+        start = end + 1
+    return None
+
+
+def read_header(
+    path: Path, delimiter: str | None, comment_chars: bytes = b"#%"
+) -> list[str] | None:
+    """Column names of the file's header line, or None when its first data line is numeric."""
+    with closing(iter_line_blocks(path, 1 << 16)) as blocks:
+        for _, block in blocks:
+            span = _first_data_line(block, comment_chars)
+            if span is not None:
+                return _header_names(block[span[0] : span[1]], delimiter)
+    return None
 
 
 @numba.njit(cache=True, nogil=True)
@@ -151,11 +230,30 @@ def _token_ok(token: bytes, integer: bool) -> bool:
 
 
 def iter_parsed_blocks(
-    path: Path, dtype: np.dtype, comment_chars: bytes = b"#%", delimiter: str | None = None
+    path: Path,
+    dtype: np.dtype,
+    comment_chars: bytes = b"#%",
+    delimiter: str | None = None,
+    header: bool = False,
 ) -> Iterator[ParsedBlock]:
-    """Parsed blocks of a whole file (plain or gzip), streamed."""
+    """Parsed blocks of a whole file (plain or gzip), streamed; `header`: see the module doc."""
+    header_pending = header
     for first_line, block in iter_line_blocks(path):
+        if header_pending:
+            block, header_pending = _blank_header(block, delimiter, comment_chars)
         yield parse_block(path, first_line, block, dtype, comment_chars, delimiter)
+
+
+def _blank_header(block: bytes, delimiter: str | None, comment_chars: bytes) -> tuple[bytes, bool]:
+    """Blank the block's first data line if it is a header (line numbers stay right); the bool
+    says whether the first data line is still to come (the block held none)."""
+    span = _first_data_line(block, comment_chars)
+    if span is None:
+        return block, True
+    start, end = span
+    if _header_names(block[start:end], delimiter) is None:
+        return block, False
+    return block[:start] + b" " * (end - start) + block[end:], False
 
 
 def iter_table(
@@ -165,14 +263,15 @@ def iter_table(
     delimiter: str | None = None,
     min_columns: int = 1,
     comment_chars: bytes = b"#%",
+    header: bool = False,
 ) -> Iterator[np.ndarray]:
-    """Row blocks (k, C) of a numeric table; blank and comment lines skipped.
+    """Row blocks (k, C) of a numeric table; blank and comment lines (and a header) skipped.
 
     C is the column count of the first data line; every other line must have as many. `what`
     describes one row for error messages (e.g. "2 integer node ids").
     """
     columns = None
-    for parsed in iter_parsed_blocks(path, dtype, comment_chars, delimiter):
+    for parsed in iter_parsed_blocks(path, dtype, comment_chars, delimiter, header):
         data_lines = parsed.counts > 0
         if not data_lines.any():
             continue
