@@ -38,6 +38,7 @@ from gnnbench.partition.memory_limit import (
     peak_of,
     uncapped,
 )
+from gnnbench.partition.refine import prepare_refine, refine_passes_of, refine_result
 
 
 def run_partition_stage(
@@ -174,13 +175,16 @@ def partition_into(
     prepare_store = getattr(partition_fn, "prepare_store", None)
     if prepare_store is not None:  # cached per-store views (e.g. node-stream adjacency), unmeasured
         prepare_store(store)
+    refine_passes = refine_passes_of(partitioner)
+    if refine_passes:  # the refinement post-pass streams the same cached CSR; compiled unmeasured
+        prepare_refine(store)
     import memray  # noqa: F401  (the meter loads before the cap: a tiny cap must fail the partitioner, not the import)
 
     apply_memory_limit(limit_bytes)
     with atomic_directory(dest) as tmp:
         result, peak_mb, seconds = _tracked(
             tmp / "partition.memray",
-            lambda: partition_fn(store, p, seed, params),
+            lambda: refine_result(store, partition_fn(store, p, seed, params), p, refine_passes),
             name,
             limit_bytes,
         )

@@ -9,6 +9,12 @@ Ties go to the partition with fewer nodes, then to the lower index; so a node wi
 neighbours (the first one, isolated ones) goes to the smallest partition. Since C >= |V| / p
 (capacity_factor >= 1), some partition is always open and every |P_i| < C + 1.
 
+Restreaming (Nishimura & Ugander, KDD 2013: ReLDG, ReFennel), `passes: t` with t > 1: every
+later pass streams all nodes again in the same order; a node is first taken out of its partition
+(its size drops by one), then placed by the same score and capacity rule, now counting every
+neighbour at its latest partition (all are placed after pass 1). The state stays the owner array
+and the sizes; `restream_moves_<t>` in the stats counts the nodes pass t moved.
+
 Stream order is node id order (`order: id`) or a permutation seeded by the run's seed
 (`order: random`). The neighbour lists come from the store's on-disk CSR
 (gnnbench.data.adjacency): built once per store with bounded memory by bucketed edge passes and
@@ -39,9 +45,19 @@ SCORE_FENNEL = 1
 def _assign_block(
     nodes, starts, stops, indices, owner, sizes, capacity, counts, score_kind, alpha, gamma
 ):
-    """Place every node of one block, in order, at its best open partition."""
+    """Place every node of one block, in order, at its best open partition; return the moves.
+
+    A node placed by an earlier pass is taken out of its partition first (restreaming), so it
+    sees its neighbours' latest partitions and the sizes without itself; moves counts the nodes
+    that end in another partition than before (every node in a first pass).
+    """
     p = sizes.shape[0]
+    moves = 0
     for i in range(nodes.shape[0]):
+        previous = owner[nodes[i]]
+        if previous >= 0:
+            sizes[previous] -= 1
+            owner[nodes[i]] = -1  # a self loop must not count for its own partition
         counts[:] = 0
         for e in range(starts[i], stops[i]):
             o = owner[indices[e]]
@@ -61,6 +77,17 @@ def _assign_block(
                 best_score = score
         owner[nodes[i]] = best
         sizes[best] += 1
+        if best != previous:
+            moves += 1
+    return moves
+
+
+def stream_passes_of(params: Mapping[str, Any]) -> int:
+    """`passes`: node-stream passes (1 = the original algorithm, more = restreaming)."""
+    passes = params.get("passes", 1)
+    if isinstance(passes, bool) or not isinstance(passes, int) or passes < 1:
+        raise ConfigError(f"partitioner.passes: expected a whole number >= 1, got {passes!r}")
+    return passes
 
 
 def capacity_of(params: Mapping[str, Any], num_nodes: int, p: int) -> tuple[float, float]:
@@ -80,30 +107,36 @@ def node_stream_partition(
     alpha: float = 0.0,
     gamma: float = 1.5,
 ) -> PartitionResult:
-    """One pass of the node stream with the LDG or Fennel score; shared by both modules."""
+    """`passes` node-stream passes with the LDG or Fennel score; shared by both modules."""
     order = str(params.get("order", "id"))
     if order not in ("id", "random"):
         raise ConfigError(f"partitioner.order: expected 'id' or 'random', got {order!r}")
     factor, capacity = capacity_of(params, store.num_nodes, p)
+    stream_passes = stream_passes_of(params)
     adjacency = ensure_adjacency(store)
     owner = np.full(store.num_nodes, -1, dtype=np.int32)
     sizes = np.zeros(p, dtype=np.int64)
     counts = np.zeros(p, dtype=np.int64)
-    for block in adjacency.blocks(order, seed):
-        _assign_block(
-            block.nodes,
-            block.starts,
-            block.stops,
-            block.indices,
-            owner,
-            sizes,
-            capacity,
-            counts,
-            score_kind,
-            alpha,
-            gamma,
-        )
-    stats = {
+    stats: dict[str, Any] = {"stream_passes": stream_passes}
+    for t in range(1, stream_passes + 1):
+        moves = 0
+        for block in adjacency.blocks(order, seed):  # the same order in every pass
+            moves += _assign_block(
+                block.nodes,
+                block.starts,
+                block.stops,
+                block.indices,
+                owner,
+                sizes,
+                capacity,
+                counts,
+                score_kind,
+                alpha,
+                gamma,
+            )
+        if t > 1:
+            stats[f"restream_moves_{t}"] = int(moves)
+    stats |= {
         "passes": adjacency.passes + adjacency.build_passes,
         "adjacency_build_passes": adjacency.build_passes,
         "adjacency_windows": adjacency.windows,

@@ -1,0 +1,105 @@
+"""Refinement post-pass (partitioner.refine_passes): cut never grows, balance bound, the stage."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from test_vertex_partitioners import TWO_TRIANGLES, edge_cut, make_store
+
+from gnnbench.errors import ConfigError
+from gnnbench.partition.algorithms.hash import hash_partition
+from gnnbench.partition.base import PartitionResult, algorithm_params
+from gnnbench.partition.book import book_path
+from gnnbench.partition.refine import refine, refine_passes_of, refine_result
+from gnnbench.partition.stage import run_partition_stage
+
+
+@pytest.fixture
+def triangles(tmp_path):
+    return make_store(tmp_path / "triangles", TWO_TRIANGLES, 6)
+
+
+@pytest.fixture(scope="module")
+def random_graph(tmp_path_factory):
+    rng = np.random.default_rng(3)
+    edges = rng.integers(0, 400, size=(2400, 2))  # self loops and repeated edges included
+    return make_store(tmp_path_factory.mktemp("random") / "store", edges, 420)  # 20 isolated
+
+
+def test_refine_by_hand(triangles):
+    """Triangles {0,1,2} and {3,4,5}, bridge 2-3; start 0 0 1 1 1 0 (cut 4), p=2, bound 4.
+
+    Pass 1 in id order: 0 and 1 see one neighbour on each side: stay. 2 sees two in block 0,
+    one in 1, block 0 has room (3 + 1 <= 4): moves (cut 3). 3 sees two in block 0, but block 0
+    is at the bound (4 + 1 > 4): stays. 4 sees one on each side: stays. 5 sees none in its
+    block 0, two in 1: moves (cut 1). Pass 2 moves nothing and ends the refinement.
+    """
+    owner = np.array([0, 0, 1, 1, 1, 0], dtype=np.int32)
+    stats = refine(triangles, owner, 2, 5)
+    assert owner.tolist() == [0, 0, 0, 1, 1, 1]
+    assert stats["refine_bound"] == 4
+    assert (stats["refine_cut_0"], stats["refine_moves_1"], stats["refine_cut_1"]) == (4, 2, 1)
+    assert (stats["refine_moves_2"], stats["refine_cut_2"]) == (0, 1)
+    assert "refine_moves_3" not in stats and stats["refine_stream_passes"] == 2
+
+
+@pytest.mark.parametrize("p", [2, 4, 7])
+@pytest.mark.parametrize("start", ["random", "hash"])
+def test_refine_never_worsens_and_keeps_the_bound(random_graph, p, start):
+    n = random_graph.num_nodes
+    if start == "random":
+        owner = np.random.default_rng(p).integers(0, p, size=n).astype(np.int32)
+    else:
+        owner = hash_partition(random_graph, p, 0, {}).owner.astype(np.int32)
+    before = edge_cut(random_graph, owner)
+    entry_max = np.bincount(owner, minlength=p).max()
+    again = owner.copy()
+    stats = refine(random_graph, owner, p, 4)
+    after = edge_cut(random_graph, owner)
+    assert stats["refine_cut_0"] == before
+    last = max(int(key.rsplit("_", 1)[1]) for key in stats if key.startswith("refine_cut_"))
+    assert stats[f"refine_cut_{last}"] == after
+    cuts = [stats[f"refine_cut_{i}"] for i in range(last + 1)]
+    assert cuts == sorted(cuts, reverse=True) and after < before
+    bound = max(entry_max, math.ceil(1.03 * n / p))
+    assert np.bincount(owner, minlength=p).max() <= bound == stats["refine_bound"]
+    assert refine(random_graph, again, p, 4) == stats and np.array_equal(again, owner)
+
+
+@pytest.mark.parametrize("value", [-1, 1.5, True, "2"])
+def test_bad_refine_passes(value):
+    with pytest.raises(ConfigError, match="partitioner.refine_passes: expected a whole number"):
+        refine_passes_of({"name": "ldg", "refine_passes": value})
+
+
+def test_refine_passes_is_shared_not_an_algorithm_parameter():
+    assert "refine_passes" not in algorithm_params({"name": "ldg", "refine_passes": 2})
+    assert refine_passes_of({"name": "ldg"}) == 0
+
+
+def test_refine_result_adds_passes_and_keeps_the_partitioners_array(triangles):
+    start = np.array([0, 0, 1, 1, 1, 0], dtype=np.int32)
+    result = refine_result(triangles, PartitionResult(start, {"passes": 1}), 2, 1)
+    assert start.tolist() == [0, 0, 1, 1, 1, 0]  # refined a copy
+    assert result.owner.tolist() == [0, 0, 0, 1, 1, 1]
+    assert result.stats["passes"] == 2 and result.stats["refine_moves_1"] == 2
+
+
+def test_partition_stage_refines_inside_the_measured_step(triangles, gnnbench_home):
+    plain = {"name": "hash", "hops": 1}
+    refined = {**plain, "refine_passes": 2}
+    fp = triangles.fingerprint
+    assert book_path("tiny", fp, plain, 2, 0) != book_path("tiny", fp, refined, 2, 0)
+    before, _ = run_partition_stage(triangles, plain, 2, 0)
+    after, cached = run_partition_stage(triangles, refined, 2, 0)
+    assert not cached
+    stats = after.meta["stats"]
+    assert stats["refine_cut_0"] == round(before.metrics["edge_cut"] * triangles.num_edges)
+    last = stats["refine_stream_passes"]
+    assert after.metrics["edge_cut"] * triangles.num_edges == pytest.approx(
+        stats[f"refine_cut_{last}"]
+    )
+    assert after.metrics["edge_cut"] <= before.metrics["edge_cut"]
+    assert after.metrics["passes"] == before.metrics["passes"] + last
