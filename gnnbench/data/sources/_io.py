@@ -93,6 +93,23 @@ class NpzArrays:
     def has(self, key: str) -> bool:
         return key in self._npz.files
 
+    @property
+    def keys(self) -> list[str]:
+        return list(self._npz.files)
+
+    def pickled_keys(self) -> list[str]:
+        """Keys whose array holds Python objects (needs unpickling), told from the .npy headers
+        alone: nothing is unpickled."""
+        pickled = []
+        try:
+            with zipfile.ZipFile(self.path) as archive:
+                for member in archive.namelist():
+                    if member.endswith(".npy") and _holds_objects(archive, member):
+                        pickled.append(member.removesuffix(".npy"))
+        except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error):
+            return pickled  # unreadable members are reported when they are read
+        return pickled
+
     def get(self, key: str, ndim: int | None = None) -> np.ndarray:
         """The array stored under `key`; missing, unreadable or of the wrong rank → DataError."""
         if key not in self._npz.files:
@@ -101,11 +118,28 @@ class NpzArrays:
             )
         try:
             array = self._npz[key]
-        except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as exc:
+        except ValueError as exc:
+            if "allow_pickle" in str(exc):
+                raise DataError(
+                    f"{self.path}: '{key}' holds pickled Python objects, which are not loaded"
+                    " (unpickling a file can run code); re-save it as plain arrays"
+                ) from None
+            raise DataError(f"{self.path}: cannot read '{key}' ({exc})") from None
+        except (OSError, EOFError, zipfile.BadZipFile, zlib.error) as exc:
             raise DataError(f"{self.path}: cannot read '{key}' ({exc})") from None
         if ndim is not None and array.ndim != ndim:
             raise DataError(f"{self.path}: '{key}' must be {ndim}-D, found shape {array.shape}")
         return array
+
+
+def _holds_objects(archive: zipfile.ZipFile, member: str) -> bool:
+    with archive.open(member) as handle:
+        version = np.lib.format.read_magic(handle)
+        if version == (1, 0):
+            _, _, dtype = np.lib.format.read_array_header_1_0(handle)
+        else:
+            _, _, dtype = np.lib.format.read_array_header_2_0(handle)
+    return dtype.hasobject
 
 
 def add_edge_array(builder: GraphStoreBuilder, edges: np.ndarray, origin: str) -> None:

@@ -31,6 +31,7 @@ def import_npz(builder: GraphStoreBuilder, dataset: Mapping[str, Any]) -> None:
     """Edges from the CSR adjacency, features densified row-chunk-wise, integer labels."""
     path = raw_path(dataset, "path")
     with NpzArrays(path, EXPECTED) as npz:
+        refuse_pickled(npz)
         adjacency = csr_from_keys(npz, "adj")
         num_nodes = adjacency.shape[0]
         if adjacency.shape[1] != num_nodes:
@@ -43,6 +44,38 @@ def import_npz(builder: GraphStoreBuilder, dataset: Mapping[str, Any]) -> None:
             check_node_array(labels, num_nodes, "'labels'", path)
             builder.set_labels(labels, multilabel=labels.ndim == 2)
     builder.add_meta(raw_files=[str(path)])
+
+
+def refuse_pickled(npz: NpzArrays) -> None:
+    """A file of pickled scipy matrices (the original gnn-benchmark release) is not unpickled:
+    the error gives the one command that converts it, for a user who trusts the file."""
+    pickled = npz.pickled_keys()
+    if not pickled:
+        return
+    adjacency = "adj_matrix" if "adj_matrix" in pickled else pickled[0]
+    code = [
+        "import numpy as np",
+        f"d = dict(np.load({str(npz.path)!r}, allow_pickle=True))",
+        f"A = d[{adjacency!r}].item().tocsr()",
+    ]
+    keys = ["adj_data=A.data, adj_indices=A.indices, adj_indptr=A.indptr, adj_shape=A.shape"]
+    if "attr_matrix" in pickled:
+        code.append("X = d['attr_matrix'].item().tocsr()")
+        keys.append(
+            "attr_data=X.data, attr_indices=X.indices, attr_indptr=X.indptr, attr_shape=X.shape"
+        )
+    elif npz.has("attr_matrix"):
+        keys.append("attr_matrix=d['attr_matrix']")
+    if npz.has("labels"):
+        labels = "d['labels'].item().toarray()" if "labels" in pickled else "d['labels']"
+        keys.append(f"labels={labels}")
+    target = npz.path.with_name(npz.path.stem + "_plain.npz")
+    code.append(f"np.savez({str(target)!r}, {', '.join(keys)})")
+    raise DataError(
+        f"{npz.path}: holds pickled Python objects ({', '.join(pickled)}), which are not loaded"
+        " (unpickling a file can run code); if you trust it, convert it to the gnn-benchmark"
+        f' key layout with: python -c "{"; ".join(code)}"'
+    )
 
 
 def csr_from_keys(npz: NpzArrays, prefix: str) -> sp.csr_matrix:
