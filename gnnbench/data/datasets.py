@@ -27,8 +27,11 @@ IMPORT_DEFAULTS = {"nonfinite": "error"}
 def raw_path(dataset: Mapping[str, Any], key: str = "path") -> Path:
     """A dataset file or folder: absolute, or relative to `GNNBENCH_RAW_DIR`; must exist."""
     value = dataset.get(key)
-    if not value:
-        raise ConfigError(f"dataset.{key}: a path is required for source '{dataset.get('source')}'")
+    if not value or str(value) == "???":  # "???": Hydra's unset marker, kept as text by resolve
+        raise ConfigError(
+            f"dataset.{key} is required for dataset={dataset.get('name') or dataset.get('source')}"
+            " (a file, absolute or relative to GNNBENCH_RAW_DIR)"
+        )
     path = Path(str(value)).expanduser()
     if not path.is_absolute():
         path = raw_dir() / path
