@@ -5,8 +5,9 @@ makes them undirected, deduplicated and loop-free, relabels ids to 0..N-1 when t
 fixed node count, keeps the source's first-occurrence order as the stream order, adds a seeded
 70/15/15 split where the source has none, and renames the directory into place only when complete.
 
-Memory: deduplication sorts 64-bit keys in memory, ~24 bytes per raw edge. That is the one-time
-preparation cost; every later stage streams the result.
+Memory: deduplication sorts 64-bit keys in memory when they fit `import_memory_gb` (~64 bytes per
+raw edge), else goes through bucket files on disk (gnnbench/data/canonical.py) within that bound;
+both give the same bytes. Every later stage streams the result.
 """
 
 from __future__ import annotations
@@ -19,9 +20,9 @@ from pathlib import Path
 import numpy as np
 
 from gnnbench.atomic import atomic_directory
+from gnnbench.data.canonical import write_canonical_edges
 from gnnbench.data.graph_ops import streaming_degree
 from gnnbench.data.import_checks import (
-    check_disk_space,
     check_node_memory,
     compact_labels,
     nonfinite_policy,
@@ -49,8 +50,10 @@ class GraphStoreBuilder:
         seed: int = 0,
         normalize_features: bool = False,
         nonfinite: str = "error",
+        import_memory_gb: float = 2.0,
     ):
         self.dest = Path(dest)
+        self.import_memory = int(import_memory_gb * 2**30)  # bytes for deduplication
         self.nonfinite = nonfinite_policy(nonfinite)
         self._edge_origin: str | None = None
         self.normalize_features = normalize_features
@@ -156,14 +159,11 @@ class GraphStoreBuilder:
     def finish(self) -> None:
         """Write edges, degrees, split and meta; the directory is renamed into place on exit."""
         self._raw.close()
-        edges, num_nodes = self._canonical_edges()
-        if not len(edges):
+        num_nodes, num_edges, id_dtype = write_canonical_edges(
+            self.tmp, self.num_nodes, self.import_memory
+        )
+        if not num_edges:
             raise DataError(f"{self._origin()}: no edges after removing self-loops")
-        id_dtype = np.dtype("<i4") if num_nodes < 2**31 else np.dtype("<i8")
-        check_disk_space(self.tmp, edges.shape[0] * 2 * id_dtype.itemsize, "edges.bin")
-        edges.astype(id_dtype).tofile(self.tmp / "edges.bin")
-        num_edges = len(edges)
-        del edges
         os.remove(self.tmp / "raw_edges.bin")
         self._check_node_arrays(num_nodes)
         if self._feature_dim:
@@ -182,28 +182,6 @@ class GraphStoreBuilder:
         meta["fingerprint"] = fingerprint(self.tmp, num_nodes)
         (self.tmp / "meta.json").write_text(json.dumps(meta, indent=2))
         self._finished = True
-
-    def _canonical_edges(self) -> tuple[np.ndarray, int]:
-        raw = np.fromfile(self.tmp / "raw_edges.bin", dtype="<i8").reshape(-1, 2)
-        if self.num_nodes is None:
-            # No fixed node set: ids become 0..N-1 in sorted order of the original ids.
-            original_ids, raw = np.unique(raw, return_inverse=True)
-            raw = raw.reshape(-1, 2)
-            np.save(self.tmp / "original_ids.npy", original_ids)
-            num_nodes = len(original_ids)
-        else:
-            num_nodes = self.num_nodes
-        low = np.minimum(raw[:, 0], raw[:, 1])
-        high = np.maximum(raw[:, 0], raw[:, 1])
-        del raw
-        keep = low != high
-        keys = low[keep] * np.int64(num_nodes) + high[keep]
-        del low, high, keep
-        _, first = np.unique(keys, return_index=True)
-        keys = keys[np.sort(first)]  # first-occurrence order = the source's stream order
-        edges = np.empty((len(keys), 2), dtype=np.int64)
-        np.divmod(keys, num_nodes, out=(edges[:, 0], edges[:, 1]))
-        return edges, num_nodes
 
     def _check_node_arrays(self, num_nodes: int) -> None:
         if self.num_nodes is None and (self._feature_dim or self._labels is not None):

@@ -63,6 +63,20 @@ def dataset_key(dataset: Mapping[str, Any]) -> str:
     return hashlib.blake2b(payload, digest_size=6).hexdigest()
 
 
+def import_memory_gb(dataset: Mapping[str, Any]) -> float:
+    """`dataset.import_memory_gb`: the memory bound of the import's deduplication (default 2)."""
+    value = dataset.get("import_memory_gb", 2)
+    try:
+        budget = float(2 if value is None else value)
+    except (TypeError, ValueError):
+        budget = -1.0
+    if not budget > 0:
+        raise ConfigError(
+            f"dataset.import_memory_gb: expected a positive size in GB, got {value!r}"
+        )
+    return budget
+
+
 def store_path(dataset: Mapping[str, Any]) -> Path:
     return gnnbench_home() / "graphs" / f"{dataset['name']}-{dataset_key(dataset)}"
 
@@ -83,6 +97,7 @@ def prepare_dataset(dataset: Mapping[str, Any]) -> GraphStore:
             split_seed,
             normalize_features=bool(dataset.get("normalize_features", False)),
             nonfinite=dataset.get("nonfinite", "error"),
+            import_memory_gb=import_memory_gb(dataset),
         ) as builder:
             source(builder, dataset)
             builder.finish()

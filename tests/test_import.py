@@ -1,0 +1,98 @@
+"""Issue 15: the bounded-memory import gives byte for byte the store of the in-memory import."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gnnbench.data import canonical
+from gnnbench.data.datasets import dataset_key, prepare_dataset
+from gnnbench.errors import ConfigError
+
+RAW_DIR = Path(__file__).resolve().parents[2] / "shared" / "datasets"
+needs_raw = pytest.mark.skipif(not RAW_DIR.is_dir(), reason=f"{RAW_DIR} not present")
+TINY_BUDGET_GB = 1e-5  # ~10 kB: a hundred or more bucket files and many raw chunks
+STORE_FILES = ("edges.bin", "degree.npy", "original_ids.npy", "label.npy", "split.npz")
+
+
+def build(dataset: dict, home: Path, monkeypatch, budget_gb: float, external: bool):
+    """Import `dataset` into its own GNNBENCH_HOME; `external` forbids the in-memory path."""
+    monkeypatch.setenv("GNNBENCH_HOME", str(home))
+    monkeypatch.setenv("GNNBENCH_RAW_DIR", str(RAW_DIR))
+    if external:
+        monkeypatch.setattr(canonical, "_in_memory", _refuse_in_memory)
+    try:
+        return prepare_dataset({**dataset, "import_memory_gb": budget_gb})
+    finally:
+        monkeypatch.undo()
+
+
+def _refuse_in_memory(*args):
+    raise AssertionError("the tiny budget must take the external path")
+
+
+def assert_same_store(
+    dataset: dict, tmp_path: Path, monkeypatch, budget_gb: float = TINY_BUDGET_GB
+) -> None:
+    in_memory = build(dataset, tmp_path / "memory", monkeypatch, 2.0, external=False)
+    external = build(dataset, tmp_path / "external", monkeypatch, budget_gb, external=True)
+    assert external.meta["fingerprint"] == in_memory.meta["fingerprint"]
+    assert external.num_edges == in_memory.num_edges > 0
+    for name in STORE_FILES:
+        mine, theirs = in_memory.path / name, external.path / name
+        assert mine.is_file() == theirs.is_file(), name
+        if mine.is_file():
+            assert mine.read_bytes() == theirs.read_bytes(), name
+
+
+def messy_edge_list(path: Path, id_scale: int = 1) -> Path:
+    """Random edges over 600 nodes with repeats, reversed copies and self-loops, ids × id_scale."""
+    rng = np.random.default_rng(7)
+    edges = rng.integers(0, 600, size=(12_000, 2))
+    edges = np.concatenate([edges, edges[::3, ::-1], edges[::5], np.repeat(edges[:200, :1], 2, 1)])
+    edges = edges[rng.permutation(len(edges))] * id_scale
+    np.savetxt(path, edges, fmt="%d")
+    return path
+
+
+@pytest.mark.parametrize("fixed_num_nodes", [True, False], ids=["num_nodes", "relabelled"])
+def test_external_import_is_byte_identical_on_a_messy_edge_list(
+    fixed_num_nodes, tmp_path, monkeypatch
+):
+    scale = 1 if fixed_num_nodes else 1_000_000_007  # relabelling sees sparse 64-bit ids
+    path = messy_edge_list(tmp_path / "messy.txt", scale)
+    dataset = {"name": "messy", "source": "edgelist", "path": str(path)}
+    if fixed_num_nodes:
+        dataset["num_nodes"] = 600
+    assert_same_store(dataset, tmp_path, monkeypatch)
+
+
+@needs_raw
+@pytest.mark.parametrize(
+    "dataset",
+    [
+        {"name": "cora", "source": "planetoid", "path": "planetoid", "planetoid_name": "cora"},
+        {"name": "amazon_cs", "source": "npz", "path": "npz/amazon_cs.npz"},
+        {"name": "email_enron", "source": "edgelist", "path": "snap/email-Enron.txt.gz"},
+    ],
+    ids=lambda d: d["name"],
+)
+def test_external_import_is_byte_identical_on_real_graphs(dataset, tmp_path, monkeypatch):
+    # cora: ~100 buckets at 10 kB; the larger two: ~30 buckets of ~1 MB each
+    budget_gb = TINY_BUDGET_GB if dataset["name"] == "cora" else 1e-3
+    assert_same_store(dataset, tmp_path, monkeypatch, budget_gb)
+
+
+def test_import_memory_is_not_part_of_the_store_key():
+    base = {"name": "g", "source": "synthetic"}
+    assert dataset_key({**base, "import_memory_gb": 0.5}) == dataset_key(base)
+    assert dataset_key({**base, "nonfinite": "error"}) == dataset_key(base)
+    assert dataset_key({**base, "nonfinite": "zero"}) != dataset_key(base)
+
+
+@pytest.mark.parametrize("value", [0, -1, "lots"])
+def test_bad_import_memory_is_a_config_error(value, gnnbench_home):
+    with pytest.raises(ConfigError, match="dataset.import_memory_gb: expected a positive size"):
+        prepare_dataset({"name": "g", "source": "synthetic", "import_memory_gb": value})
