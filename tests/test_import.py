@@ -96,3 +96,39 @@ def test_import_memory_is_not_part_of_the_store_key():
 def test_bad_import_memory_is_a_config_error(value, gnnbench_home):
     with pytest.raises(ConfigError, match="dataset.import_memory_gb: expected a positive size"):
         prepare_dataset({"name": "g", "source": "synthetic", "import_memory_gb": value})
+
+
+# --- the import's own figures --------------------------------------------------------------------
+class RecordingMlflow:
+    """Stands in for the mlflow module: records what RunLogger logs."""
+
+    def __init__(self):
+        self.params: dict = {}
+        self.metrics: dict = {}
+
+    def log_params(self, params):
+        self.params.update(params)
+
+    def log_metrics(self, metrics):
+        self.metrics.update(metrics)
+
+
+def test_import_figures_are_in_meta_and_logged_as_metrics(tmp_path, gnnbench_home):
+    from gnnbench.track.mlflow_run import RunLogger
+
+    path = messy_edge_list(tmp_path / "messy.txt")
+    store = prepare_dataset({"name": "messy", "source": "edgelist", "path": str(path)})
+    meta = store.meta
+    assert meta["import_time_s"] > 0 and meta["import_rss_mb"] > 0
+    # the in-memory path holds at least the raw pairs (16 bytes per raw line) at its peak
+    assert meta["import_peak_mb"] * 2**20 >= 16 * len(path.read_text().splitlines())
+    assert not list(store.path.glob("*.memray"))
+    mlflow = RecordingMlflow()
+    RunLogger(mlflow, "run").log_dataset({**meta, "nonfinite_features": 3})
+    assert mlflow.metrics == {
+        "import_time_s": meta["import_time_s"],
+        "import_peak_mb": meta["import_peak_mb"],
+        "import_rss_mb": meta["import_rss_mb"],
+        "nonfinite_features": 3.0,
+    }
+    assert mlflow.params["graph.num_edges"] == store.num_edges

@@ -155,6 +155,12 @@ class GraphStoreBuilder:
     def add_meta(self, **fields) -> None:
         self._extra_meta.update(fields)
 
+    def record_meta(self, **fields) -> None:
+        """Add fields to the finished store's meta.json (figures known only after finish())."""
+        meta = json.loads((self.tmp / "meta.json").read_text())
+        meta.update(fields)
+        (self.tmp / "meta.json").write_text(json.dumps(meta, indent=2))
+
     # --- output ------------------------------------------------------------------------------
     def finish(self) -> None:
         """Write edges, degrees, split and meta; the directory is renamed into place on exit."""

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from gnnbench.data.builder import GraphStoreBuilder
+from gnnbench.data.import_measure import measured_import
 from gnnbench.data.store import GraphStore
 from gnnbench.errors import ConfigError, DataError
 from gnnbench.paths import gnnbench_home, raw_dir
@@ -99,6 +100,8 @@ def prepare_dataset(dataset: Mapping[str, Any]) -> GraphStore:
             nonfinite=dataset.get("nonfinite", "error"),
             import_memory_gb=import_memory_gb(dataset),
         ) as builder:
-            source(builder, dataset)
-            builder.finish()
+            with measured_import(builder.tmp / "import.memray") as figures:
+                source(builder, dataset)
+                builder.finish()
+            builder.record_meta(**figures)
     return GraphStore(dest)
