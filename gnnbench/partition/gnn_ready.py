@@ -1,27 +1,45 @@
 """The shared GNN-ready step: owners -> partitions a worker can train on, plus every metric.
 
 Partition i holds its owned nodes O_i and their k-hop neighbourhood, with every edge incident to a
-node within k-1 hops of O_i (k = 1: every edge incident to O_i), features and labels copied through
-bounded windows of the store's files. Membership is a bitset of |V| x ceil(p/64) words; the edges of
-each partition are first spilled to one file per partition in a streaming pass, then each partition
-is built alone, so peak memory is O(|V| p / 8 + largest partition), never O(|E|) of the whole graph.
+node within k-1 hops of O_i (k = 1: every edge incident to O_i); nodes are owned ascending, then
+halo ascending, and each local CSR row keeps its neighbours in edge-stream order.
+
+Passes over the edge stream: k for membership (the last one also counts the cut and each
+partition's edges), one more routing every edge into a spill file per partition (a counting sort
+per chunk). Each partition is then built alone from its spill with compiled kernels: a reusable
+global->local array, degree counting, CSR fill. Feature and label rows are copied in one
+sequential pass over each store file, every row written straight to each partition holding it.
+Peak memory: |V| ceil(p/64) 8 bytes for each of two bitsets, + 4|V| for the global->local array,
++ the largest partition (its spill, 16 E_i for edges and CSR, 8 n_i for nodes and indptr), + one
+chunk and one 64 MB row window; never O(|E|) of the whole graph.
 """
 
 from __future__ import annotations
 
+import io
 import json
-from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
 
 import numba
 import numpy as np
 
-from gnnbench.data.graph_ops import csr_from_edges
 from gnnbench.data.store import GraphStore, NpyLayout
 from gnnbench.partition.edge_partition import add_replica
 
 ROLE_TRAIN, ROLE_VAL, ROLE_TEST = 1, 2, 3
+ROW_WINDOW_BYTES = 64 << 20  # rows of a feature/label file read at once
+
+# De Bruijn table: index of the single set bit of a uint64 in one multiply and one lookup.
+_DEBRUIJN = np.uint64(0x03F79D71B4CB0A89)
+_DEBRUIJN_INDEX = np.zeros(64, dtype=np.int64)
+for _bit in range(64):
+    _DEBRUIJN_INDEX[((1 << _bit) * 0x03F79D71B4CB0A89 & (2**64 - 1)) >> 58] = _bit
+
+
+@numba.njit(cache=True, inline="always")
+def _bit_index(single_bit):
+    return _DEBRUIJN_INDEX[(single_bit * _DEBRUIJN) >> np.uint64(58)]
 
 
 @numba.njit(cache=True)
@@ -44,32 +62,39 @@ def _expand_chunk(edges, inner, outer):
 
 
 @numba.njit(cache=True, nogil=True)
-def _route_chunk(edges, full, owner, p, edge_count):
-    """Group a chunk's edges by every partition they belong to (a counting sort).
+def _route_offsets(edges, full, p):
+    """Start of each partition's run when a chunk's edges are grouped by partition (p + 1)."""
+    offsets = np.zeros(p + 1, dtype=np.int64)
+    for k in range(edges.shape[0]):
+        u = edges[k, 0]
+        v = edges[k, 1]
+        for w in range(full.shape[1]):
+            mask = full[u, w] | full[v, w]
+            while mask:
+                low = mask & (~mask + np.uint64(1))
+                offsets[w * 64 + _bit_index(low) + 1] += 1
+                mask ^= low
+    for i in range(p):
+        offsets[i + 1] += offsets[i]
+    return offsets
 
-    Returns the grouped edges, the offsets of each partition's run, and the chunk's cut edges.
+
+@numba.njit(cache=True, nogil=True)
+def _route_fill(edges, full, owner, offsets, grouped, members):
+    """Counting-sort fill: each edge copied into the run of every partition it belongs to.
+
+    The same pass grows `members` by the last hop; returns the chunk's cut edges.
     """
-    words = full.shape[1]
-    counts = np.zeros(p + 1, dtype=np.int64)
+    cursor = offsets[:-1].copy()
     cut = 0
     for k in range(edges.shape[0]):
         u = edges[k, 0]
         v = edges[k, 1]
         if owner[u] != owner[v]:
             cut += 1
-        for w in range(words):
-            mask = full[u, w] | full[v, w]
-            while mask:
-                low = mask & (~mask + np.uint64(1))
-                counts[w * 64 + _bit_index(low) + 1] += 1
-                mask ^= low
-    offsets = np.cumsum(counts)
-    cursor = offsets[:-1].copy()
-    grouped = np.empty((offsets[-1], 2), dtype=edges.dtype)
-    for k in range(edges.shape[0]):
-        u = edges[k, 0]
-        v = edges[k, 1]
-        for w in range(words):
+        for w in range(full.shape[1]):
+            members[v, w] |= full[u, w]
+            members[u, w] |= full[v, w]
             mask = full[u, w] | full[v, w]
             while mask:
                 low = mask & (~mask + np.uint64(1))
@@ -78,18 +103,7 @@ def _route_chunk(edges, full, owner, p, edge_count):
                 grouped[cursor[part], 1] = v
                 cursor[part] += 1
                 mask ^= low
-    for i in range(p):
-        edge_count[i] += offsets[i + 1] - offsets[i]
-    return grouped, offsets, cut
-
-
-@numba.njit(cache=True, inline="always")
-def _bit_index(single_bit):
-    index = 0
-    while single_bit > np.uint64(1):
-        single_bit >>= np.uint64(1)
-        index += 1
-    return index
+    return cut
 
 
 @numba.njit(cache=True)
@@ -118,6 +132,70 @@ def _members(bits, owner, part):
     return nodes, owned
 
 
+@numba.njit(cache=True, nogil=True)
+def _local_csr(edges, nodes, local_of, indices):
+    """Symmetric local CSR of a partition's edges (global ids, stream order) into `indices`.
+
+    Fills the reusable `local_of` for this partition's nodes first; returns indptr. Row entries
+    keep edge-stream order, as csr_from_edges does.
+    """
+    n = nodes.shape[0]
+    for position in range(n):
+        local_of[nodes[position]] = position
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    for k in range(edges.shape[0]):
+        a = local_of[edges[k, 0]]
+        b = local_of[edges[k, 1]]
+        edges[k, 0] = a
+        edges[k, 1] = b
+        indptr[a + 1] += 1
+        indptr[b + 1] += 1
+    for position in range(n):
+        indptr[position + 1] += indptr[position]
+    cursor = indptr[:-1].copy()
+    for k in range(edges.shape[0]):
+        a = edges[k, 0]
+        b = edges[k, 1]
+        indices[cursor[a]] = b
+        cursor[a] += 1
+        indices[cursor[b]] = a
+        cursor[b] += 1
+    return indptr
+
+
+@numba.njit(cache=True, nogil=True)
+def _group_rows(members, owner, start, stop, p):
+    """Rows [start, stop) grouped by (partition, owned or halo): group 2i owned, 2i+1 halo.
+
+    Returns the rows (relative to start) in group order, ascending within a group, and the
+    2p + 1 group offsets.
+    """
+    offsets = np.zeros(2 * p + 1, dtype=np.int64)
+    for v in range(start, stop):
+        for w in range(members.shape[1]):
+            mask = members[v, w]
+            while mask:
+                low = mask & (~mask + np.uint64(1))
+                part = w * 64 + _bit_index(low)
+                offsets[2 * part + (1 if owner[v] != part else 0) + 1] += 1
+                mask ^= low
+    for g in range(2 * p):
+        offsets[g + 1] += offsets[g]
+    cursor = offsets[:-1].copy()
+    rows = np.empty(offsets[-1], dtype=np.int64)
+    for v in range(start, stop):
+        for w in range(members.shape[1]):
+            mask = members[v, w]
+            while mask:
+                low = mask & (~mask + np.uint64(1))
+                part = w * 64 + _bit_index(low)
+                group = 2 * part + (1 if owner[v] != part else 0)
+                rows[cursor[group]] = v - start
+                cursor[group] += 1
+                mask ^= low
+    return rows, offsets
+
+
 def _role_array(store: GraphStore) -> np.ndarray:
     role = np.zeros(store.num_nodes, dtype=np.uint8)
     for value, key in ((ROLE_TRAIN, "train"), (ROLE_VAL, "val"), (ROLE_TEST, "test")):
@@ -125,45 +203,67 @@ def _role_array(store: GraphStore) -> np.ndarray:
     return role
 
 
-def _gather_rows(layout: NpyLayout, nodes: np.ndarray, owned: int) -> Iterator[np.ndarray]:
-    """Rows of `nodes` in their order; both the owned and the halo run are ascending."""
-    for run in (nodes[:owned], nodes[owned:]):
-        yield from layout.iter_rows_of(run)
-
-
-def _write_npy_rows(
-    path: Path, blocks: Iterator[np.ndarray], shape: tuple, dtype: np.dtype
-) -> None:
-    """Write an .npy file block by block, never holding the whole array."""
+def _npy_header(shape: tuple, dtype: np.dtype) -> bytes:
+    """The .npy (version 1.0) header np.save writes for an array of this shape and dtype."""
     header = {
         "descr": np.lib.format.dtype_to_descr(np.dtype(dtype)),
         "fortran_order": False,
         "shape": shape,
     }
-    with open(path, "wb") as handle:
-        np.lib.format.write_array_header_1_0(handle, header)
-        for block in blocks:
-            handle.write(np.ascontiguousarray(block, dtype=dtype).tobytes())
+    buffer = io.BytesIO()
+    np.lib.format.write_array_header_1_0(buffer, header)
+    return buffer.getvalue()
 
 
-def _spill_edges(store, owner, full, p, tmp_dir, chunk_edges):
-    """One streaming pass: every edge appended to the spill file of each partition it belongs to."""
-    edge_count = np.zeros(p, dtype=np.int64)
-    cut = 0
-    stream = store.edge_stream(chunk_edges)
+def _scatter_rows(
+    layout: NpyLayout,
+    dtype: np.dtype,
+    members: np.ndarray,
+    owner: np.ndarray,
+    sizes: list[dict],
+    paths: list[Path],
+) -> None:
+    """Copy every member row of `layout` into each partition's file, in one pass over the source.
+
+    Partition i's file holds its owned rows, then its halo rows (both ascending): rows arrive in
+    ascending order, so each of the two runs is written sequentially at its own cursor.
+    """
+    p = len(paths)
+    row_dims = layout.shape[1:]
+    window_rows = max(1, ROW_WINDOW_BYTES // max(1, layout.row_bytes))
+    row_bytes = int(np.prod(row_dims, dtype=np.int64)) * np.dtype(dtype).itemsize
+    headers = [_npy_header((size["num_nodes"], *row_dims), dtype) for size in sizes]
+    # cursors[2i] / cursors[2i+1]: next owned / halo row of partition i
+    cursors = np.zeros(2 * p, dtype=np.int64)
+    cursors[1::2] = [size["num_owned"] for size in sizes]
     with ExitStack() as stack:
-        spills = [stack.enter_context(open(tmp_dir / f"edges-{i}.bin", "wb")) for i in range(p)]
-        for chunk in stream:
-            grouped, offsets, chunk_cut = _route_chunk(chunk, full, owner, p, edge_count)
-            cut += chunk_cut
-            for i in range(p):
-                if offsets[i + 1] > offsets[i]:
-                    spills[i].write(grouped[offsets[i] : offsets[i + 1]].tobytes())
-    return edge_count, cut, stream.passes
+        handles = [stack.enter_context(open(path, "wb")) for path in paths]
+        for handle, header in zip(handles, headers, strict=True):
+            handle.write(header)
+        for start in range(0, layout.shape[0], window_rows):
+            stop = min(layout.shape[0], start + window_rows)
+            window = np.asarray(layout.window(start, stop))
+            rows, offsets = _group_rows(members, owner, start, stop, p)
+            for group in range(2 * p):
+                if offsets[group + 1] == offsets[group]:
+                    continue
+                block = np.ascontiguousarray(
+                    window[rows[offsets[group] : offsets[group + 1]]], dtype=dtype
+                )
+                handle = handles[group // 2]
+                handle.seek(len(headers[group // 2]) + int(cursors[group]) * row_bytes)
+                handle.write(block)
+                cursors[group] += len(block)
+            del window
 
 
-def _membership(store, owner, p, hops, chunk_edges):
-    """Bitsets of the (hops-1)-hop set ("full" nodes, whose edges are all kept) and the hops-hop set."""
+def _route_edges(store, owner, p, hops, tmp_dir, chunk_edges):
+    """Membership bitset, edge cut, each partition's edge count and its spill file.
+
+    hops - 1 passes grow the "full" set (nodes within hops - 1 of O_i: all their edges are kept);
+    one last pass appends every edge to the spill of each partition it belongs to and grows the
+    members (the hops-hop set) by one more hop.
+    """
     words = (p + 63) // 64
     full = _owned_bits(owner, words)
     passes = 0
@@ -175,10 +275,22 @@ def _membership(store, owner, p, hops, chunk_edges):
         passes += stream.passes
         full = grown
     members = full.copy()
+    edge_count = np.zeros(p, dtype=np.int64)
+    cut = 0
+    grouped = np.empty((0, 2), dtype=store.id_dtype)
     stream = store.edge_stream(chunk_edges)
-    for chunk in stream:
-        _expand_chunk(chunk, full, members)
-    return full, members, passes + stream.passes
+    with ExitStack() as stack:
+        spills = [stack.enter_context(open(tmp_dir / f"edges-{i}.bin", "wb")) for i in range(p)]
+        for chunk in stream:
+            offsets = _route_offsets(chunk, full, p)
+            if offsets[-1] > len(grouped):  # reused across chunks; grows only for hops > 1
+                grouped = np.empty((int(offsets[-1]), 2), dtype=store.id_dtype)
+            cut += _route_fill(chunk, full, owner, offsets, grouped, members)
+            edge_count += np.diff(offsets)
+            for i in range(p):
+                if offsets[i + 1] > offsets[i]:
+                    spills[i].write(grouped[offsets[i] : offsets[i + 1]])
+    return members, edge_count, cut, passes + stream.passes
 
 
 def build_partitions(
@@ -195,45 +307,30 @@ def build_partitions(
     `node_data=False` writes the structure and local splits only (no feature or label rows).
     """
     owner = np.ascontiguousarray(owner, dtype=np.int32)
-    full, members, passes = _membership(store, owner, p, hops, chunk_edges)
-    edge_count, cut, spill_passes = _spill_edges(store, owner, full, p, out_dir, chunk_edges)
-    del full
+    members, edge_count, cut, passes = _route_edges(store, owner, p, hops, out_dir, chunk_edges)
     role = _role_array(store)
-    sizes = [_write_partition(store, owner, members, role, i, out_dir, node_data) for i in range(p)]
-    return _metrics(store, owner, p, sizes, edge_count, cut, role, passes + spill_passes)
+    local_of = np.empty(store.num_nodes, dtype=np.int32 if store.num_nodes < 2**31 else np.int64)
+    sizes = [_write_structure(store, owner, members, role, local_of, i, out_dir) for i in range(p)]
+    del local_of
+    if node_data:
+        _write_node_data(store, owner, members, sizes, out_dir)
+    return _metrics(store, owner, p, sizes, edge_count, cut, role, passes)
 
 
-def _write_partition(store, owner, members, role, i, out_dir, node_data) -> dict:
+def _write_structure(store, owner, members, role, local_of, i, out_dir) -> dict:
+    """part-i/: nodes, local CSR, local splits and meta.json, from partition i's spill file."""
     part_dir = out_dir / f"part-{i}"
     part_dir.mkdir()
     nodes, owned = _members(members, owner, i)
     spill = out_dir / f"edges-{i}.bin"
     edges = np.fromfile(spill, dtype=store.id_dtype).reshape(-1, 2)
     spill.unlink()
-    local = _localise(nodes, edges)
+    indices = np.empty(2 * len(edges), dtype=np.int32 if len(nodes) < 2**31 else np.int64)
+    indptr = _local_csr(edges, nodes, local_of, indices)
     del edges
-    indptr, indices = csr_from_edges(local, len(nodes))
-    del local
     np.save(part_dir / "nodes.npy", nodes)
     np.save(part_dir / "indptr.npy", indptr)
-    np.save(part_dir / "indices.npy", indices.astype(np.int32 if len(nodes) < 2**31 else np.int64))
-    layout = store.feature_layout() if node_data else None
-    if layout is not None:
-        _write_npy_rows(
-            part_dir / "feat.npy",
-            _gather_rows(layout, nodes, owned),
-            (len(nodes), layout.shape[1]),
-            np.float32,
-        )
-    labels = store.path / "label.npy"
-    if node_data and labels.is_file():
-        label_layout = NpyLayout.read(labels)
-        _write_npy_rows(
-            part_dir / "label.npy",
-            _gather_rows(label_layout, nodes, owned),
-            (len(nodes), *label_layout.shape[1:]),
-            label_layout.dtype,
-        )
+    np.save(part_dir / "indices.npy", indices)
     owned_role = role[nodes[:owned]]
     split = {
         key: np.flatnonzero(owned_role == value)
@@ -250,11 +347,18 @@ def _write_partition(store, owner, members, role, i, out_dir, node_data) -> dict
     return info
 
 
-def _localise(nodes: np.ndarray, edges: np.ndarray) -> np.ndarray:
-    """Global ids -> positions in `nodes` (every endpoint of a partition's edge is a member)."""
-    order = np.argsort(nodes, kind="stable")
-    positions = np.searchsorted(nodes[order], edges)
-    return order[positions]
+def _write_node_data(store, owner, members, sizes, out_dir) -> None:
+    """feat.npy and label.npy of every partition, one sequential pass over each store file."""
+    sources: list[tuple[str, NpyLayout, np.dtype]] = []
+    features = store.feature_layout()
+    if features is not None:
+        sources.append(("feat.npy", features, np.dtype(np.float32)))  # models read float32
+    if (store.path / "label.npy").is_file():
+        labels = NpyLayout.read(store.path / "label.npy")
+        sources.append(("label.npy", labels, labels.dtype))
+    for name, layout, dtype in sources:
+        paths = [out_dir / f"part-{i}" / name for i in range(len(sizes))]
+        _scatter_rows(layout, dtype, members, owner, sizes, paths)
 
 
 def _metrics(store, owner, p, sizes, edge_count, cut, role, passes) -> dict:
