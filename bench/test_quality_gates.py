@@ -3,7 +3,8 @@
 Every streaming partitioner on a fixed set of small graphs at p=4 with seed 0 (the in-memory METIS
 baselines are checked in tests/test_baselines.py); replication factor, edge cut and vertex balance
 worse by more than 1% than bench/baselines/quality.json fails, naming partitioner, graph, p and
-both values.
+both values. Restreaming (`passes`) and the refinement post-pass (`refine_passes`) are gated on
+cora at p=4 as their own keys (VARIANTS).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import pytest
 from gnnbench.data.datasets import prepare_dataset
 from gnnbench.partition.base import PARTITIONERS, algorithm_params, streaming_partitioners
 from gnnbench.partition.gnn_ready import build_partitions
+from gnnbench.partition.refine import refine_result
 
 from .test_partitioner_throughput import partitioner_config
 
@@ -57,6 +59,25 @@ def partition_quality(name: str, graph: str, out_dir) -> dict[str, float]:
 @pytest.mark.parametrize("name", streaming_partitioners())
 def test_partition_quality(name, graph, quality_gates, tmp_path):
     quality_gates.check(partition_quality(name, graph, tmp_path), "lower")
+
+
+# key prefix -> (partitioner, overrides of its config file, refine_passes)
+VARIANTS = {
+    "ldg-passes3": ("ldg", {"passes": 3}, 0),
+    "ldg-refine2": ("ldg", {}, 2),
+}
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_variant_quality(variant, quality_gates, tmp_path):
+    name, overrides, refine_passes = VARIANTS[variant]
+    store = gate_store("cora")
+    params = {**algorithm_params(partitioner_config(name)), **overrides}
+    result = PARTITIONERS.get(name)(store, P, 0, params)
+    owner = refine_result(store, result, P, refine_passes).owner
+    metrics = build_partitions(store, owner, P, tmp_path)
+    figures = {f"{variant}/cora/p{P}/{metric}": metrics[metric] for metric in GATED_METRICS}
+    quality_gates.check(figures, "lower")
 
 
 def test_training_f1(quality_gates, tmp_path):
