@@ -113,7 +113,7 @@ class ExternalCanonicaliser:
 
     def __init__(self, tmp: Path, raw_path: Path, num_raw: int, budget: int):
         self.tmp = Path(tmp)
-        self.raw = np.memmap(raw_path, dtype="<i8", mode="r", shape=(num_raw, 2))
+        self.raw_path = raw_path  # read by explicit reads: a map would count whole in the peak
         self.num_raw = num_raw
         self.budget = max(1, int(budget))
         self.chunk_rows = max(1024, self.budget // CHUNK_BYTES_PER_EDGE)
@@ -139,14 +139,24 @@ class ExternalCanonicaliser:
 
     def _chunks(self) -> Iterator[tuple[int, np.ndarray]]:
         for start in range(0, self.num_raw, self.chunk_rows):
-            yield start, np.array(self.raw[start : start + self.chunk_rows])
+            yield start, self._read(start, min(self.chunk_rows, self.num_raw - start))
+
+    def _read(self, start: int, rows: int) -> np.ndarray:
+        """Raw rows [start, start + rows) as an (rows, 2) int64 array."""
+        flat = np.fromfile(self.raw_path, dtype="<i8", count=2 * rows, offset=16 * start)
+        return flat.reshape(-1, 2)
+
+    def _id_sample(self, blocks: int = 1024, rows_per_block: int = 512) -> np.ndarray:
+        """Endpoint ids of `blocks` evenly spaced runs of raw rows, sorted."""
+        starts = np.linspace(0, max(0, self.num_raw - rows_per_block), blocks, dtype=np.int64)
+        sample = [self._read(int(start), min(rows_per_block, self.num_raw)) for start in starts]
+        return np.sort(np.concatenate(sample).reshape(-1))
 
     def _relabel_ids(self) -> np.ndarray:
         """Sorted distinct endpoint ids, written to original_ids.npy: range buckets of the ids,
         bounded by splitters drawn from a strided sample, each made unique on its own."""
-        ids = self.raw.reshape(-1)
-        sample = np.sort(np.array(ids[:: max(1, len(ids) // (1 << 20))]))
-        num_ranges = max(1, math.ceil(len(ids) * BUCKET_BYTES_PER_ENTRY / 2 / self.budget))
+        sample = self._id_sample()
+        num_ranges = max(1, math.ceil(2 * self.num_raw * BUCKET_BYTES_PER_ENTRY / 2 / self.budget))
         cuts = sample[np.linspace(0, len(sample), num_ranges + 1, dtype=np.int64)[1:-1]]
         splitters = np.unique(cuts)
         ranges = BucketFiles(self.tmp, "ids", len(splitters) + 1, 1)
