@@ -305,3 +305,14 @@ def test_pickled_npz_error_gives_a_working_conversion(gnnbench_home, tmp_path):
 def test_missing_path_says_it_is_required(gnnbench_home):
     with pytest.raises(ConfigError, match=r"^dataset\.path is required for dataset=edgelist"):
         prepare_dataset({"name": "edgelist", "source": "edgelist", "path": "???"})
+
+
+def test_a_changed_label_file_reimports(gnnbench_home, tmp_path):
+    config = musae(tmp_path)
+    first = edgelist(**config)
+    (tmp_path / "target.csv").write_text(
+        "id,name,ml_target\n" + "".join(f"{i},u,{'ml' if i < 3 else 'web'}\n" for i in range(7))
+    )
+    second = edgelist(**config)
+    assert second.path != first.path
+    np.testing.assert_array_equal(second.labels(), [0, 0, 0, 1, 1, 1, 1])

@@ -54,12 +54,14 @@ def dataset_key(dataset: Mapping[str, Any]) -> str:
         for key, value in dataset.items()
         if key not in IMPORT_ONLY_KEYS and IMPORT_DEFAULTS.get(key, object()) != value
     }
-    if identity.get("path"):
-        path = Path(str(identity["path"])).expanduser()
-        path = path if path.is_absolute() else raw_dir() / path
-        if path.exists():
-            stat = path.stat()
-            identity["raw_file"] = [stat.st_size, int(stat.st_mtime)]
+    for key in ("path", "features_path", "labels_path"):  # the edge list's node files too
+        if identity.get(key):
+            path = Path(str(identity[key])).expanduser()
+            path = path if path.is_absolute() else raw_dir() / path
+            if path.exists():
+                stat = path.stat()
+                stamp = "raw_file" if key == "path" else f"raw_file_{key}"
+                identity[stamp] = [stat.st_size, int(stat.st_mtime)]
     payload = json.dumps(identity, sort_keys=True, default=str).encode()
     return hashlib.blake2b(payload, digest_size=6).hexdigest()
 
