@@ -239,6 +239,13 @@ def test_mat_table_labels_without_column_is_a_config_error(gnnbench_home, tmp_pa
         mat(facebook_like(tmp_path / "fb.mat"), labels_key="local_info")
 
 
+def test_mat_labels_column_out_of_range_is_a_config_error(gnnbench_home, tmp_path):
+    path = facebook_like(tmp_path / "fb.mat")
+    for column in (7, "gender"):
+        with pytest.raises(ConfigError, match=r"labels_column: 'local_info' .* columns 0\.\.6"):
+            mat(path, labels_key="local_info", labels_column=column)
+
+
 def test_mat_ambiguous_adjacency_names_the_keys(gnnbench_home, tmp_path):
     square = sp.csc_matrix(np.roll(np.identity(5), 1, axis=1))  # a 5-cycle
     scipy.io.savemat(tmp_path / "two.mat", {"A": square, "B": square, "y": np.arange(5)})

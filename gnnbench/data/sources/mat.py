@@ -115,7 +115,7 @@ def node_labels(value: Any, column: object, path: Path, key: str) -> tuple[np.nd
     if array.ndim == 2 and 1 in array.shape:
         array = array.reshape(-1)
     if array.ndim == 2 and column is not None and column != "":
-        if not 0 <= int(column) < array.shape[1]:
+        if not str(column).isdigit() or int(column) >= array.shape[1]:
             raise ConfigError(
                 f"dataset.labels_column: '{key}' of {path} has columns 0..{array.shape[1] - 1},"
                 f" got {column!r}"
