@@ -9,9 +9,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from gnnbench.atomic import remove_stale_temporaries
 from gnnbench.data.datasets import prepare_dataset
 from gnnbench.errors import ConfigError
 from gnnbench.partition.stage import run_partition_stage
+from gnnbench.paths import gnnbench_home
 from gnnbench.track.mlflow_run import mlflow_run
 
 log = logging.getLogger(__name__)
@@ -92,10 +94,12 @@ def run(
 
 
 def _train_if(config, tracker, training: bool, store, book) -> dict[str, Any]:
-    """Headline partition metrics, and training's when the job trains."""
-    summary = {k: book.metrics[k] for k in ("replication_factor", "edge_cut", "vertex_balance")}
+    """Headline partition metrics (partitioned jobs), and training's when the job trains."""
+    summary = {}
+    if book is not None:
+        summary = {k: book.metrics[k] for k in ("replication_factor", "edge_cut", "vertex_balance")}
     if training:
-        result = _train(config, store.path, book.path)
+        result = _train(config, store.path, book.path if book is not None else None)
         tracker.log_training(result)
         summary.update({k: result[k] for k in ("test_f1_micro", "test_f1_macro", "epoch_time_s")})
     return summary
@@ -141,7 +145,9 @@ def _train(config: Mapping[str, Any], store_path: Path, book_path: Path) -> dict
 
 
 def _data_and_partition(config: Mapping[str, Any], tracker, training: bool):
-    """Stages 1 and 2: the GraphStore and the PartitionBook."""
+    """Stages 1 and 2: the GraphStore and the PartitionBook (None for train=centralized, which
+    trains the whole graph in one process and so has nothing to partition)."""
+    remove_stale_temporaries(gnnbench_home())  # what killed imports and partitions left
     store = prepare_dataset(config["dataset"])
     tracker.log_dataset(store.meta)
     log.info(
@@ -151,14 +157,31 @@ def _data_and_partition(config: Mapping[str, Any], tracker, training: bool):
         store.num_edges,
         store.path,
     )
+    if config["train"].get("mode") == "centralized":
+        log.info("partition: skipped (train=centralized trains the whole graph)")
+        return store, None
     p = _num_parts(config, store, tracker)
     book, cached = run_partition_stage(
         store, config["partitioner"], p, config["seed"], node_data=training
     )
     tracker.log_partition(book.path, book.metrics, book.meta.get("stats", {}), cached)
+    _flag_balance_violation(tracker, book.metrics)
     log.info(
         "partition: %s p=%d RF=%.3f edge cut=%.3f peak=%.1f MB%s",
         config["partitioner"]["name"], p, book.metrics["replication_factor"],
         book.metrics["edge_cut"], book.metrics["partition_peak_mb"], " (cached)" if cached else "",
     )  # fmt: skip
     return store, book
+
+
+def _flag_balance_violation(tracker, metrics: Mapping[str, Any]) -> None:
+    """Tag the run when the owners break the partitioner's stated vertex balance bound."""
+    bound = metrics.get("vertex_balance_bound")
+    if bound is None or metrics["vertex_balance"] <= bound + 1e-9:
+        return
+    text = (
+        f"vertex_balance {metrics['vertex_balance']:.3f} > {bound:.3f} "
+        f"({metrics.get('vertex_balance_bound_source', 'bound')})"
+    )
+    tracker.set_tags({"balance_violation": text})
+    log.warning("partition: balance violation: %s", text)

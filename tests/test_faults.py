@@ -1,0 +1,250 @@
+"""Faults a shared cluster produces: corrupt caches, leftovers of killed runs, concurrent stores.
+
+Each test stands for one row of docs/reliability.md (scripts/fault_matrix.py): its docstring says
+the fault and the expected behaviour. Signals and killed processes: tests/test_faults_signals.py;
+bad input files: tests/test_faults_data.py.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+from test_end_to_end import gnnbench
+
+from gnnbench.atomic import remove_stale_temporaries
+from gnnbench.data.datasets import prepare_dataset
+from gnnbench.errors import DataError
+from gnnbench.partition.book import PartitionBook, open_verified
+from gnnbench.partition.stage import run_partition_stage
+
+SMALL_SYNTHETIC = {
+    "name": "faults",
+    "source": "synthetic",
+    "num_nodes": 2000,
+    "avg_degree": 8,
+    "num_classes": 4,
+    "feature_dim": 8,
+    "seed": 1,
+}
+
+
+def dead_pid() -> int:
+    """The pid of a process that has already exited (and been reaped)."""
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+@pytest.fixture
+def store(gnnbench_home):
+    return prepare_dataset(SMALL_SYNTHETIC)
+
+
+def _book(store, node_data: bool = True):
+    return run_partition_stage(store, {"name": "spring", "hops": 1}, 4, 0, node_data)
+
+
+@pytest.mark.fault("cache: truncated owner.npy in a cached book")
+def test_truncated_owner_is_recomputed_not_reused(store, caplog):
+    """A cached book whose owner.npy was cut to 100 bytes is removed and recomputed (one warning
+    line), with the same replication factor; it is never reported as cached."""
+    book, cached = _book(store)
+    assert not cached
+    with open(book.path / "owner.npy", "r+b") as handle:
+        handle.truncate(100)
+    again, cached = _book(store)
+    assert not cached
+    assert again.metrics["replication_factor"] == book.metrics["replication_factor"]
+    assert np.load(again.path / "owner.npy").shape == (store.num_nodes,)
+    assert any("failed its check" in r.message for r in caplog.records)
+
+
+@pytest.mark.fault("cache: a partition file of a full book truncated")
+def test_truncated_partition_file_is_recomputed(store):
+    """A truncated part-<i>/feat.npy in a cached full book is found before training uses it."""
+    book, _ = _book(store)
+    feat = book.path / "part-1" / "feat.npy"
+    with open(feat, "r+b") as handle:
+        handle.truncate(feat.stat().st_size // 2)
+    with pytest.raises(DataError, match="truncated"):
+        PartitionBook(book.path).verify()
+    again, cached = _book(store)
+    assert not cached and again.load(1).features.shape[0] == again.load(1).nodes.shape[0]
+
+
+@pytest.mark.fault("cache: a byte flipped inside a small book file")
+def test_corrupted_small_file_fails_the_checksum(store):
+    """Same size, different content: the checksum of the small arrays catches it."""
+    book, _ = _book(store, node_data=False)
+    owner = book.path / "owner.npy"
+    data = bytearray(owner.read_bytes())
+    data[-1] ^= 0xFF
+    owner.write_bytes(bytes(data))
+    assert open_verified(book.path) is None
+    assert not book.path.exists()  # removed, never used
+
+
+@pytest.mark.fault("cache: a book written by another format version")
+def test_book_of_another_format_version_is_not_used(store):
+    """A book from an older gnnbench (format_version 1, no manifest) is recomputed."""
+    import json
+
+    book, _ = _book(store, node_data=False)
+    meta = json.loads((book.path / "meta.json").read_text())
+    meta["format_version"] = 1
+    (book.path / "meta.json").write_text(json.dumps(meta))
+    _, cached = _book(store, node_data=False)
+    assert not cached
+
+
+@pytest.mark.fault("cache: the partitioner's code changed")
+def test_partitioner_version_is_part_of_the_cache_key(store, monkeypatch):
+    """Bumping a partitioner module's VERSION gives a new book instead of the old one."""
+    from gnnbench.partition.algorithms import spring
+
+    first, _ = _book(store, node_data=False)
+    monkeypatch.setattr(spring, "VERSION", "999")
+    second, cached = _book(store, node_data=False)
+    assert not cached and second.path != first.path
+
+
+@pytest.mark.fault("leftovers: temporary directories of killed imports and partitions")
+def test_stale_temporaries_are_removed(gnnbench_home):
+    """`.<name>.tmp-<host>-<pid>` whose pid is dead is removed; a live writer's, another host's
+    and an ordinary directory are kept."""
+    host = socket.gethostname()
+    partitions = gnnbench_home / "partitions"
+    graphs = gnnbench_home / "graphs"
+    stale = [
+        partitions / f".cora-spring-p4.tmp-{host}-{dead_pid()}",
+        partitions / f".cora-hash-p4.tmp-{dead_pid()}",  # the older name, without the host
+        graphs / "cora-1234" / f".adj_indices.npy.tmp-{host}-{dead_pid()}",
+    ]
+    kept = [
+        partitions / f".cora-spring-p8.tmp-{host}-{os.getpid()}",
+        partitions / f".cora-spring-p16.tmp-elsewhere-{dead_pid()}",
+        graphs / "cora-1234",
+    ]
+    for path in stale + kept:
+        path.mkdir(parents=True, exist_ok=True)
+    (stale[0] / "owner.npy").write_bytes(b"x" * 1000)
+    freed = remove_stale_temporaries(gnnbench_home)
+    assert freed >= 1000
+    assert not any(path.exists() for path in stale)
+    assert all(path.exists() for path in kept)
+
+
+@pytest.mark.fault("tracking: a run left RUNNING by a killed process")
+def test_running_run_of_dead_process_ends_killed(tmp_path):
+    """On the next run in the same store, a RUNNING run whose host+pid is dead ends KILLED with
+    error_type=Killed; a live process's run stays RUNNING."""
+    import mlflow
+
+    from gnnbench.track.store import HOST_TAG, PID_TAG, open_experiment
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client, experiment_id = open_experiment(uri, "gnnbench")
+    host = socket.gethostname()
+    dead = client.create_run(experiment_id, tags={HOST_TAG: host, PID_TAG: str(dead_pid())})
+    alive = client.create_run(experiment_id, tags={HOST_TAG: host, PID_TAG: str(os.getppid())})
+    open_experiment(uri, "gnnbench")
+    client = mlflow.MlflowClient(tracking_uri=uri)
+    assert client.get_run(dead.info.run_id).info.status == "KILLED"
+    assert client.get_run(dead.info.run_id).data.tags["error_type"] == "Killed"
+    assert client.get_run(alive.info.run_id).info.status == "RUNNING"
+
+
+_OPEN_STORE = """
+import sys, time
+from gnnbench.track.store import open_experiment
+while time.time() < float(sys.argv[2]):
+    time.sleep(0.001)
+client, experiment_id = open_experiment(sys.argv[1], "gnnbench")
+print(experiment_id)
+"""
+
+
+@pytest.mark.fault("concurrency: several processes create a new MLflow store at once")
+def test_concurrent_store_creation(tmp_path):
+    """Four processes released at the same instant on a fresh SQLite file all open the store and
+    agree on one experiment (no 'table experiments already exists')."""
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    start_at = str(time.time() + 4.0)  # after every interpreter has imported mlflow
+    children = [
+        subprocess.Popen(
+            [sys.executable, "-c", _OPEN_STORE, uri, start_at],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(4)
+    ]
+    outputs = [child.communicate(timeout=120) for child in children]
+    assert all(child.returncode == 0 for child in children), [err for _, err in outputs]
+    assert len({out.strip() for out, _ in outputs}) == 1
+
+
+@pytest.mark.slow
+@pytest.mark.fault("concurrency: two sweeps launched together in one new directory")
+def test_two_sweeps_started_together(tmp_path, gnnbench_home):
+    """Both exit 0, two parents, every child FINISHED under its parent."""
+    import mlflow
+
+    commands = [
+        [sys.executable, "-m", "gnnbench", "-m", "dataset=synthetic", "dataset.num_nodes=3000",
+         f"partitioner={name}", "p=2,4", "train=none"]
+        for name in ("spring", "hash")
+    ]  # fmt: skip
+    children = [
+        subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        for cmd in commands
+    ]
+    results = [child.communicate(timeout=600) for child in children]
+    assert [child.returncode for child in children] == [0, 0], [err[-2000:] for _, err in results]
+    client = mlflow.MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
+    experiment = client.get_experiment_by_name("gnnbench")
+    found = client.search_runs([experiment.experiment_id])
+    parents = {r.info.run_id for r in found if r.data.tags.get("gnnbench.role") == "parent"}
+    children_runs = [r for r in found if r.data.tags.get("gnnbench.role") == "job"]
+    assert len(parents) == 2 and len(children_runs) == 4
+    assert all(r.info.status == "FINISHED" for r in children_runs)
+    assert {r.data.tags.get("mlflow.parentRunId") for r in children_runs} == parents
+
+
+@pytest.mark.fault("tracking: the sweep's parent run cannot be created")
+def test_sweep_without_parent_fails_loudly(tmp_path, gnnbench_home):
+    """An unusable store (its folder is a file) fails the sweep in one line with exit 2 before
+    any job runs, instead of logging orphan runs and exiting 0."""
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("")
+    completed = gnnbench(
+        tmp_path, "-m", "dataset=synthetic", "p=2,4", "train=none",
+        f"tracking.uri=sqlite:///{blocker}/mlflow.db",
+    )  # fmt: skip
+    assert completed.returncode == 2, completed.stderr[-2000:]
+    errors = [line for line in completed.stderr.splitlines() if "gnnbench: error" in line]
+    assert len(errors) == 1 and "sweep could not start" in errors[0]
+    assert not (gnnbench_home / "partitions").exists()  # no job ran
+
+
+@pytest.mark.fault("partition: owners break the partitioner's stated balance bound")
+def test_balance_violation_is_tagged(tmp_path, gnnbench_home):
+    """A partition whose vertex_balance exceeds its bound is tagged balance_violation on the run
+    (here hash with the shared bound set below what hashing reaches)."""
+    from test_end_to_end import runs
+
+    completed = gnnbench(
+        tmp_path, "dataset=synthetic", "dataset.num_nodes=3000", "partitioner=hash", "p=8",
+        "train=none", "partitioner.max_vertex_balance=1.0",
+    )  # fmt: skip
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    _, found = runs(tmp_path)
+    assert "balance_violation" in found[0].data.tags
+    assert "partitioner.max_vertex_balance" in found[0].data.tags["balance_violation"]
+    assert "balance violation" in completed.stdout + completed.stderr
