@@ -5,7 +5,9 @@ its source with probability ∝ weight; with probability `homophily` its target 
 inside the source's community, else ∝ weight among all nodes. Features are the community's
 unit mean vector plus Gaussian noise of scale `feature_noise`, so features alone are only
 moderately predictive and the neighbourhood carries the rest of the signal. Memory per chunk is
-O(chunk_edges); the node arrays are O(N). Deterministic given the config.
+O(chunk_edges); the node arrays are O(N) (~72 bytes per node). With feature_dim=0 only structure
+and labels are written, so a 1 B-edge graph (conf/experiment/billion.yaml) never holds its edges.
+Deterministic given the config.
 """
 
 from __future__ import annotations
