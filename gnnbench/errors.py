@@ -1,5 +1,7 @@
 """User-facing errors: one line that names the file or key and what was expected."""
 
+import signal
+
 
 class GnnbenchError(Exception):
     """An expected mistake (bad file, bad config value, missing baseline): printed as one line."""
@@ -25,13 +27,31 @@ class OutOfMemory(GnnbenchError):
         self.metrics = dict(metrics or {})
 
 
+class Killed(GnnbenchError):
+    """A process of the run (partitioner, training rank) was ended by a signal, with no evidence
+    of running out of memory; the message names the signal."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """SIGTERM or SIGINT reached the main process: the run ends KILLED, the exit status is
+    128 + the signal number (130 for SIGINT, 143 for SIGTERM). Not an Exception, like Ctrl-C."""
+
+    def __init__(self, signum: int):
+        self.signum = int(signum)
+        super().__init__(f"interrupted by {signal.Signals(self.signum).name}")
+
+    @property
+    def exit_status(self) -> int:
+        return 128 + self.signum
+
+
 def error_record(exc: GnnbenchError) -> dict:
     """What a child process writes so that its parent can raise the same error (`from_record`)."""
     return {"type": type(exc).__name__, "message": str(exc), "metrics": getattr(exc, "metrics", {})}
 
 
 def from_record(record: dict) -> GnnbenchError:
-    kinds = {cls.__name__: cls for cls in (ConfigError, DataError, BaselineUnavailable)}
+    kinds = {cls.__name__: cls for cls in (ConfigError, DataError, BaselineUnavailable, Killed)}
     if record.get("type") == OutOfMemory.__name__:
         return OutOfMemory(record["message"], record.get("metrics"))
     return kinds.get(record.get("type", ""), GnnbenchError)(record["message"])

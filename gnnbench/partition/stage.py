@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from gnnbench import lifecycle
 from gnnbench.atomic import atomic_directory
 from gnnbench.data.store import GraphStore
 from gnnbench.errors import DataError, GnnbenchError, OutOfMemory, error_record, from_record
@@ -32,7 +33,6 @@ from gnnbench.partition.gnn_ready import build_partitions
 from gnnbench.partition.memory_limit import (
     apply_memory_limit,
     is_out_of_memory,
-    killed_by_signal,
     memory_limit_bytes,
     out_of_memory,
     peak_of,
@@ -74,21 +74,36 @@ def run_partition_stage(
         ]  # fmt: skip
         # glibc reads MALLOC_ARENA_MAX at start-up: fewer arenas hold less memory against a cap
         env = {**os.environ, "MALLOC_ARENA_MAX": "2"} if capped else None
-        completed = subprocess.run(command, capture_output=True, text=True, env=env)
+        oom_kills = lifecycle.oom_kill_count()  # evidence for _raise_for_crash
+        completed = subprocess.run(
+            command,
+            capture_output=True,
+            text=True,
+            env=env,
+            preexec_fn=lifecycle.tied_to_parent(),  # no orphan when this process is SIGKILLed
+        )
         if completed.returncode != 0:
             if error_file.is_file():
                 raise from_record(json.loads(error_file.read_text()))
-            _raise_for_crash(completed, partitioner)
+            _raise_for_crash(completed, partitioner, oom_kills)
     return PartitionBook(dest), False
 
 
-def _raise_for_crash(completed: subprocess.CompletedProcess, partitioner: Mapping[str, Any]):
-    signal_name = killed_by_signal(completed.returncode)
-    if signal_name == "SIGKILL" or (signal_name and partitioner.get("memory_limit_gb")):
-        raise OutOfMemory(
-            f"out of memory: the partition process for {partitioner['name']} was killed by "
-            f"{signal_name} (the kernel's out-of-memory killer, or a failed allocation under a cap)"
-        )
+def _raise_for_crash(
+    completed: subprocess.CompletedProcess,
+    partitioner: Mapping[str, Any],
+    oom_kills_before: int | None = None,
+) -> None:
+    """A partition process that left no error record: Killed or OutOfMemory (only with evidence,
+    see lifecycle.signal_death) when a signal ended it, else its stderr's tail."""
+    died = lifecycle.signal_death(
+        f"the partition process for {partitioner['name']}",
+        completed.returncode,
+        capped=partitioner.get("memory_limit_gb") is not None,
+        oom_kills_before=oom_kills_before,
+    )
+    if died is not None:
+        raise died
     tail = "\n".join(completed.stderr.strip().splitlines()[-15:])
     raise RuntimeError(f"partition process exited with {completed.returncode}:\n{tail}")
 

@@ -191,13 +191,29 @@ def mlflow_run(
         try:
             yield logger
         except BaseException as exc:
+            # Ctrl-C / SIGTERM (gnnbench.errors.Interrupted) stop the run: KILLED, not FAILED
+            status = "KILLED" if isinstance(exc, KeyboardInterrupt) else "FAILED"
             retrying(mlflow.set_tags, {"error_type": type(exc).__name__, "error": one_line(exc)})
             if getattr(exc, "metrics", None):  # e.g. the peak an out-of-memory baseline reached
                 retrying(mlflow.log_metrics, exc.metrics)
+            logger.log_text("error.log", error_log(exc))  # the console shows one line only
+            try:  # tells __main__ the stack is kept, so it prints one line
+                exc.gnnbench_run_id = active.info.run_id
+            except AttributeError:
+                pass
             raise
         status = "FINISHED"
     finally:
         retrying(mlflow.end_run, status=status)
+
+
+def error_log(exc: BaseException) -> str:
+    """The failure's full stack, and a failed training rank's own (`worker_traceback`)."""
+    import traceback
+
+    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    worker = getattr(exc, "worker_traceback", None)
+    return f"{text}\n{worker}" if worker else text
 
 
 def one_line(exc: BaseException) -> str:

@@ -9,6 +9,8 @@ batch (`batch_wait_s`): with k = 0 that is the whole preparation.
 
 from __future__ import annotations
 
+import functools
+import os
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -18,6 +20,7 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset, Sampler
 
+from gnnbench import lifecycle
 from gnnbench.train.batching import BatchPlan, computation_cost, induced_batch
 from gnnbench.train.sampler import SampledBatch, batch_seed
 
@@ -88,6 +91,10 @@ class _Specs(Sampler):
         return len(self.specs)
 
 
+def _die_with_trainer(trainer_pid: int, _worker_id: int) -> None:
+    lifecycle.die_with_parent(trainer_pid)
+
+
 class BatchSource:
     """Yields prepared batches for a list of specs, in order, timing the trainer's waits."""
 
@@ -106,6 +113,8 @@ class BatchSource:
                 prefetch_factor=BATCHES_IN_FLIGHT_PER_SAMPLER,
                 persistent_workers=True,
                 multiprocessing_context="fork",  # samplers share the trainer's mapped features
+                # a sampler dies with its trainer at once, even a SIGKILLed one
+                worker_init_fn=functools.partial(_die_with_trainer, os.getpid()),
                 timeout=timeout_s,
                 collate_fn=_keep,
                 # its own generator: the loader's base seed must not consume the trainer's

@@ -22,8 +22,9 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from gnnbench import errors
+from gnnbench import errors, lifecycle
 from gnnbench.errors import ConfigError
+from gnnbench.partition.memory_limit import killed_by_signal
 from gnnbench.train.settings import Job, TrainSettings
 from gnnbench.train.worker import Worker
 
@@ -148,25 +149,33 @@ def _free_port() -> int:
 
 
 def _record_error(scratch: Path, rank: int, exc: BaseException) -> None:
-    """The error as one line for the parent; unexpected ones also print their traceback here."""
+    """The error as one line for the parent, with its traceback for the run's error.log (the
+    console shows only the parent's one line)."""
     expected = isinstance(exc, errors.GnnbenchError)
     message = str(exc)
     if not expected:
         frame = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
         where = f" (at {Path(frame.filename).name}:{frame.lineno})" if frame else ""
         message = f"{type(exc).__name__}: {exc}{where}"
-        traceback.print_exc(file=sys.stderr)
     payload = {
         "kind": type(exc).__name__,
         "expected": expected,
         "message": message,
+        "traceback": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)),
         "at": time.time(),
     }
-    (scratch / f"error-{rank}.json").write_text(json.dumps(payload))
+    partial = scratch / f"error-{rank}.json.tmp"  # the parent may read at any moment: rename
+    partial.write_text(json.dumps(payload))
+    partial.rename(scratch / f"error-{rank}.json")
 
 
-def _spawned_worker(rank: int, world_size: int, job: Job, port: int, scratch: Path) -> None:
+def _spawned_worker(
+    rank: int, world_size: int, job: Job, port: int, scratch: Path, parent_pid: int
+) -> None:
     """Entry point of one spawned rank: result (rank 0) or error goes to a file in `scratch`.
+
+    The rank dies with the launching process (even a SIGKILLed one), and leaves Ctrl-C to it: the
+    parent stops every rank, so that one interrupt ends the run in one line.
 
     The process ends with os._exit: its work is on disk, and native libraries' destructors at
     interpreter shutdown sometimes abort ("terminate called without an active exception"), which
@@ -174,6 +183,8 @@ def _spawned_worker(rank: int, world_size: int, job: Job, port: int, scratch: Pa
     """
     exit_code = 0
     try:
+        lifecycle.die_with_parent(parent_pid)
+        lifecycle.ignore_interrupts_from_terminal()
         device = resolve_device(job.settings, rank)
         if device.type == "cpu":  # the ranks share the cores instead of oversubscribing them
             torch.set_num_threads(max(1, _cores() // world_size))
@@ -203,20 +214,34 @@ def _cores() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
-def _failure(scratch: Path, rank: int, exitcode: int) -> Exception:
-    """The earliest recorded worker error (others are usually its consequence), as one line."""
+def _failure(scratch: Path, processes: list, rank: int) -> Exception:
+    """Why the ranks failed, as one line: a rank a signal ended (the others' errors then follow
+    from its vanishing from the collectives), else the earliest recorded error (the rest are
+    usually its consequence). Read before `_stop` signals the survivors itself."""
     recorded = []
     for path in scratch.glob("error-*.json"):
         payload = json.loads(path.read_text())
         recorded.append((payload["at"], int(path.stem.split("-")[1]), payload))
+    signalled = [
+        other
+        for other, process in enumerate(processes)
+        if (process.exitcode or 0) < 0 and other not in {item[1] for item in recorded}
+    ]
+    if signalled:
+        killed = signalled[0] if rank not in signalled else rank
+        name = killed_by_signal(processes[killed].exitcode)
+        return errors.Killed(f"worker {killed} failed: killed by signal {name}")
     if not recorded:
-        how = f"killed by signal {-exitcode}" if exitcode < 0 else f"exited with code {exitcode}"
-        return RuntimeError(f"worker {rank} failed: {how}")
+        return RuntimeError(f"worker {rank} failed: exited with code {processes[rank].exitcode}")
     _, rank, payload = min(recorded, key=lambda item: item[0])
     message = f"worker {rank} failed: {payload['message']}"
     if payload["expected"]:
-        return getattr(errors, payload["kind"], errors.GnnbenchError)(message)
-    return RuntimeError(message)
+        failure = getattr(errors, payload["kind"], errors.GnnbenchError)(message)
+    else:
+        failure = RuntimeError(message)
+    # the rank's own stack, for the run's error.log artifact (track.mlflow_run reads it)
+    failure.worker_traceback = f"worker {rank}:\n{payload.get('traceback', '')}"
+    return failure
 
 
 def _stop(processes: list) -> None:
@@ -240,7 +265,7 @@ def spawn_workers(job: Job, num_workers: int) -> dict:
         processes = [
             context.Process(
                 target=_spawned_worker,
-                args=(rank, num_workers, job, port, scratch),
+                args=(rank, num_workers, job, port, scratch, os.getpid()),
                 daemon=False,  # a rank may start sampler processes; _stop ends it on any exit
             )
             for rank in range(num_workers)
@@ -254,8 +279,9 @@ def spawn_workers(job: Job, num_workers: int) -> dict:
                     rank = running.pop(sentinel)
                     processes[rank].join()
                     if processes[rank].exitcode != 0:
+                        failure = _failure(scratch, processes, rank)
                         _stop(processes)
-                        raise _failure(scratch, rank, processes[rank].exitcode)
+                        raise failure
         finally:
             _stop(processes)
         result_file = scratch / "result.json"

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from gnnbench import lifecycle
 from gnnbench.data.store import GraphStore
 from gnnbench.partition import distdgl_driver
 from gnnbench.partition.base import PARTITIONERS, PartitionResult
@@ -26,7 +27,6 @@ from gnnbench.partition.baseline_envs import distdgl_python
 from gnnbench.partition.memory_limit import (
     current_memory_limit,
     is_out_of_memory,
-    killed_by_signal,
     out_of_memory,
 )
 
@@ -36,8 +36,11 @@ VERSION = "1"
 NAME = "distdgl_metis"
 
 
-def _result(completed: subprocess.CompletedProcess, out: Path) -> dict:
-    """The driver's result.json; a crash without one is out of memory only if a signal says so."""
+def _result(
+    completed: subprocess.CompletedProcess, out: Path, oom_kills_before: int | None = None
+) -> dict:
+    """The driver's result.json; a crash without one is out of memory only with evidence (a cap,
+    or the cgroup's OOM-kill counter: lifecycle.signal_death), else Killed by its signal."""
     result_file = out / "result.json"
     if result_file.is_file():
         result = json.loads(result_file.read_text())
@@ -48,9 +51,12 @@ def _result(completed: subprocess.CompletedProcess, out: Path) -> dict:
         ):
             raise out_of_memory(NAME, current_memory_limit(), result["peak_mb"], result["rss_mb"])
         raise RuntimeError(f"{NAME}: DGL failed: {result['error']}")
-    signal_name = killed_by_signal(completed.returncode)
-    if signal_name == "SIGKILL" or (signal_name and current_memory_limit()):
-        raise out_of_memory(NAME, current_memory_limit(), None, 0.0)
+    died = lifecycle.signal_death(
+        f"{NAME}: the DGL driver", completed.returncode, current_memory_limit() is not None,
+        oom_kills_before,
+    )  # fmt: skip
+    if died is not None:
+        raise died
     tail = "\n".join(completed.stderr.strip().splitlines()[-15:])
     raise RuntimeError(f"{NAME}: driver exited with {completed.returncode}:\n{tail}")
 
@@ -66,8 +72,12 @@ def distdgl_metis(
                    "--parts", str(p), "--seed", str(seed), "--out", scratch]  # fmt: skip
         env = dict(os.environ, DGLBACKEND="pytorch", PYTHONNOUSERSITE="1")
         env.pop("PYTHONPATH", None)  # gnnbench's environment must not leak into DGL's
-        completed = subprocess.run(command, capture_output=True, text=True, env=env)
-        result = _result(completed, Path(scratch))
+        oom_kills = lifecycle.oom_kill_count()
+        completed = subprocess.run(
+            command, capture_output=True, text=True, env=env,
+            preexec_fn=lifecycle.tied_to_parent(),  # dies with the partition process
+        )  # fmt: skip
+        result = _result(completed, Path(scratch), oom_kills)
         owner = np.load(Path(scratch) / "owner.npy")
     measured = {
         "partition_peak_mb": result["peak_mb"],
