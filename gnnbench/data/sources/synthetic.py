@@ -129,7 +129,9 @@ class WeightedSampler:
     def _table(weights: np.ndarray, bounds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         prob = np.empty(len(weights), dtype=np.float64)
         alias = np.empty(len(weights), dtype=np.int64)
-        _build_alias(weights.astype(np.float64), bounds.astype(np.int64), prob, alias)
+        _build_alias(
+            np.ascontiguousarray(weights, dtype=np.float64), bounds.astype(np.int64), prob, alias
+        )
         return prob, alias
 
     @staticmethod
@@ -158,6 +160,7 @@ def import_synthetic(builder: GraphStoreBuilder, dataset: Mapping[str, Any]) -> 
     labels = node_rng.permutation(params.num_nodes) % params.num_classes
     weights = node_weights(node_rng, params)
     sampler = WeightedSampler(labels, weights, params.num_classes)
+    del weights  # the alias tables hold what the draws need
     starts = range(0, params.num_raw_edges, params.chunk_edges)
     for start in progress(starts, len(starts), "generating edge chunks"):
         size = min(params.chunk_edges, params.num_raw_edges - start)
