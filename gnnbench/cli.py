@@ -138,10 +138,12 @@ def _compose(conf_dir: Path, selection: Mapping[str, str]):
 
 def _check_key(config: Any, key: str, selection: Mapping[str, str]) -> None:
     node, walked = config, []
-    for part in key.split("."):
+    parts = key.split(".")
+    for depth, part in enumerate(parts):
         if not hasattr(node, "keys") or part not in node.keys():  # `in node` is False for ???
             _unknown(node, walked, part, selection)
-        node = node[part]
+        if depth < len(parts) - 1:  # reading a ??? leaf (dataset.path) would raise
+            node = node[part]
         walked.append(part)
 
 
