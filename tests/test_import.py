@@ -9,7 +9,7 @@ import pytest
 
 from gnnbench.data import canonical
 from gnnbench.data.datasets import dataset_key, prepare_dataset
-from gnnbench.errors import ConfigError
+from gnnbench.errors import ConfigError, DataError
 
 RAW_DIR = Path(__file__).resolve().parents[2] / "shared" / "datasets"
 needs_raw = pytest.mark.skipif(not RAW_DIR.is_dir(), reason=f"{RAW_DIR} not present")
@@ -167,3 +167,78 @@ def test_billion_experiment_composes_to_a_structure_only_billion_edge_graph():
     assert cfg.p == 16 and cfg.train.mode == "none"
     partitioners = cfg.hydra.sweeper.params.partitioner.split(",")
     assert partitioners == ["spring", "hash", "ldg", "fennel", "dbh", "hdrf"]
+
+
+# --- OGB's binary layout, read member by member in blocks ----------------------------------------
+OGB_EDGES = np.array([[0, 1], [1, 2], [2, 3], [3, 0], [4, 5], [1, 0], [5, 5], [2, 4], [6, 2]])
+OGB_LABELS = [0.0, 1.0, 2.0, np.nan, 1.0, 0.0, 2.0]
+OGB_SPLIT = {"train": [0, 1, 3], "valid": [2, 6], "test": [4, 5]}
+
+
+def write_ogb_layouts(root: Path, save, fortran: bool) -> tuple[Path, Path]:
+    """The same 7-node graph as OGB's CSV release and as its binary (data.npz) release."""
+    import gzip
+
+    features = (np.arange(7 * 3).reshape(7, 3) / 4).astype(np.float32)  # exact in text and binary
+
+    def gz(path: Path, rows) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with gzip.open(path, "wt") as handle:
+            handle.write("".join(f"{row}\n" for row in rows))
+
+    csv, binary = root / "ogbn_csv", root / "ogbn_bin"
+    gz(csv / "raw" / "edge.csv.gz", [f"{u},{v}" for u, v in OGB_EDGES])
+    gz(csv / "raw" / "num-node-list.csv.gz", [7])
+    gz(csv / "raw" / "node-feat.csv.gz", [",".join(str(x) for x in row) for row in features])
+    gz(csv / "raw" / "node-label.csv.gz", ["nan" if np.isnan(x) else int(x) for x in OGB_LABELS])
+    (binary / "raw").mkdir(parents=True)
+    edge_index = np.asfortranarray(OGB_EDGES.T) if fortran else OGB_EDGES.T.copy()
+    save(binary / "raw" / "data.npz", edge_index=edge_index, num_nodes_list=np.array([7]),
+         num_edges_list=np.array([len(OGB_EDGES)]), node_feat=features.astype(np.float16))  # fmt: skip
+    np.savez(binary / "raw" / "node-label.npz", node_label=np.array(OGB_LABELS)[:, None])
+    for directory in (csv, binary):
+        for part, ids in OGB_SPLIT.items():
+            gz(directory / "split" / "time" / f"{part}.csv.gz", ids)
+    return csv, binary
+
+
+@pytest.mark.parametrize(
+    "save, fortran",
+    [(np.savez, False), (np.savez_compressed, False), (np.savez, True)],
+    ids=["stored", "deflated", "fortran"],
+)
+def test_ogb_binary_layout_is_read_in_blocks(save, fortran, tmp_path, gnnbench_home, monkeypatch):
+    from gnnbench.data import npz_stream
+    from gnnbench.data.sources import ogb
+
+    csv, binary = write_ogb_layouts(tmp_path, save, fortran)
+    expected = prepare_dataset({"name": "csv", "source": "ogb", "path": str(csv)})
+
+    class NoWholeDataNpz(ogb.NpzArrays):
+        def __init__(self, path, expected):
+            assert Path(path).name != "data.npz", "data.npz must be streamed, not loaded"
+            super().__init__(path, expected)
+
+    monkeypatch.setattr(ogb, "NpzArrays", NoWholeDataNpz)
+    monkeypatch.setattr(ogb, "EDGE_CHUNK", 2)  # several edge blocks, a short last one
+    monkeypatch.setattr(ogb, "row_chunk", lambda width: 3)
+    monkeypatch.setattr(npz_stream, "BLOCK_BYTES", 5)  # the skip to the target row in steps
+    store = prepare_dataset({"name": "bin", "source": "ogb", "path": str(binary)})
+    assert store.fingerprint == expected.fingerprint
+    assert store.edges().tolist() == expected.edges().tolist()
+    np.testing.assert_array_equal(store.features(), expected.features())
+    assert store.labels().tolist() == [0, 1, 2, -1, 1, 0, 2]
+
+
+def test_ogb_binary_truncated_member_is_one_line(tmp_path, gnnbench_home):
+    import zipfile
+
+    _, binary = write_ogb_layouts(tmp_path, np.savez, False)
+    data = binary / "raw" / "data.npz"
+    with zipfile.ZipFile(data) as archive:
+        members = {name: archive.read(name) for name in archive.namelist()}
+    with zipfile.ZipFile(data, "w") as archive:
+        for name, payload in members.items():
+            archive.writestr(name, payload[:-8] if name == "edge_index.npy" else payload)
+    with pytest.raises(DataError, match=r"data\.npz: 'edge_index' is truncated"):
+        prepare_dataset({"name": "bin", "source": "ogb", "path": str(binary)})

@@ -3,8 +3,9 @@
 Layout: <path>/<ogb_name with '-' → '_'>/raw/ with edge.csv.gz, num-node-list.csv.gz,
 node-feat.csv.gz (optional), node-label.csv.gz — or data.npz + node-label.npz for the binary
 releases (ogbn-papers100M) — and split/<split_name>/{train,valid,test}.csv.gz. CSVs are streamed in
-blocks. A label with several columns (ogbn-proteins) is multi-label uint8; NaN labels
-(papers100M's unlabelled nodes) become -1 and are dropped from the split.
+blocks; data.npz's edge_index and node_feat are read in blocks straight from the zip. A label
+with several columns (ogbn-proteins) is multi-label uint8; NaN labels (papers100M's unlabelled
+nodes) become -1 and are dropped from the split.
 """
 
 from __future__ import annotations
@@ -17,11 +18,12 @@ import numpy as np
 
 from gnnbench.data.builder import GraphStoreBuilder
 from gnnbench.data.datasets import SOURCES, raw_path
+from gnnbench.data.npz_stream import NpzMember, edge_index_blocks, open_npz, row_blocks
 from gnnbench.data.sources._io import (
+    EDGE_CHUNK,
     NpzArrays,
-    add_edge_array,
     check_node_array,
-    write_feature_rows,
+    row_chunk,
 )
 from gnnbench.data.sources._text import iter_table, read_int_column
 from gnnbench.errors import ConfigError, DataError
@@ -143,28 +145,41 @@ def labels_from_float(labels: np.ndarray, path: Path) -> np.ndarray:
 
 
 def import_binary_graph(builder: GraphStoreBuilder, raw: Path) -> int:
-    """Binary release (data.npz: edge_index (2, E), num_nodes_list, optional node_feat)."""
-    expected = "OGB data.npz keys edge_index, num_nodes_list, node_feat"
-    with NpzArrays(raw / "data.npz", expected) as npz:
-        node_counts = npz.get("num_nodes_list", ndim=1)
-        if len(node_counts) != 1:
-            raise DataError(
-                f"{raw / 'data.npz'}: expected a single graph, found {len(node_counts)}"
-            )
+    """Binary release (data.npz: edge_index (2, E), num_nodes_list, optional node_feat).
+
+    Members are read in blocks straight from the zip (gnnbench/data/npz_stream.py): papers100M's
+    edge_index alone is 26 GB.
+    """
+    path = raw / "data.npz"
+    with open_npz(path) as archive:
+        node_counts = NpzMember(archive, path, "num_nodes_list").whole()
+        if node_counts.ndim != 1 or len(node_counts) != 1:
+            raise DataError(f"{path}: expected a single graph, found {node_counts.size}")
         num_nodes = int(node_counts[0])
-        builder.set_num_nodes(num_nodes)
-        edge_index = npz.get("edge_index", ndim=2)
-        if edge_index.shape[0] != 2:
-            raise DataError(
-                f"{raw / 'data.npz'}: 'edge_index' must have shape (2, E), found {edge_index.shape}"
-            )
-        add_edge_array(builder, edge_index.T, str(raw / "data.npz"))
-        del edge_index
-        if npz.has("node_feat"):
-            features = npz.get("node_feat", ndim=2)
-            check_node_array(features, num_nodes, "'node_feat'", raw / "data.npz")
-            write_feature_rows(builder, features)
+        builder.set_num_nodes(num_nodes, origin=f"{path}: num_nodes_list")
+        for edges in edge_index_blocks(NpzMember(archive, path, "edge_index"), EDGE_CHUNK):
+            builder.add_edges(edges, origin=str(path))
+        if "node_feat.npy" in archive.namelist():
+            write_member_features(builder, NpzMember(archive, path, "node_feat"), num_nodes)
     return num_nodes
+
+
+def write_member_features(builder: GraphStoreBuilder, member: NpzMember, num_nodes: int) -> None:
+    """Copy node_feat into the store's float32 feat.npy a row block at a time."""
+    if len(member.shape) != 2:
+        raise DataError(f"{member.path}: 'node_feat' must be 2-D, found shape {member.shape}")
+    if member.shape[0] != num_nodes:
+        raise DataError(
+            f"{member.path}: 'node_feat' has {member.shape[0]} rows, expected {num_nodes} "
+            "(one per node)"
+        )
+    out = builder.open_features(num_nodes, member.shape[1])
+    row = 0
+    for rows in row_blocks(member, row_chunk(member.shape[1])):
+        out[row : row + len(rows)] = rows
+        row += len(rows)
+    out.flush()
+    del out
 
 
 def read_binary_labels(path: Path, num_nodes: int) -> np.ndarray:
