@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import os
 import subprocess
 import sys
@@ -187,10 +188,34 @@ def test_sweep_parent_failures_and_resume(tmp_path, gnnbench_home):
         return completed.stderr[completed.stderr.index("gnnbench: 2 job(s) failed") :]
 
     assert again.returncode == 1 and summary(again) == summary(first)
+    assert ": 0 finished, 4 skipped (already FINISHED: " in again.stderr  # this invocation's
+    assert "), 2 failed; report: " in again.stderr
     rerun = all_runs(tmp_path)
     assert sum(r.data.tags.get("gnnbench.role") == "parent" for r in rerun) == 1
     statuses = sorted(r.info.status for r in rerun if r.data.tags.get("gnnbench.role") == "job")
     assert statuses == ["FAILED"] * 4 + ["FINISHED"] * 4  # only the two failed jobs ran again
+
+
+@requires_dataset(CORA)
+def test_sweep_keeps_a_job_resume_skipped(tmp_path, gnnbench_home):
+    """A job that FINISHED before the sweep (a single run) is skipped by resume, yet stays in the
+    sweep: a row of its report, and counted as skipped (with its run id) in the end line."""
+    single = gnnbench(tmp_path, "dataset=cora", "partitioner=spring", "p=4", "train=none")
+    assert single.returncode == 0, single.stderr[-3000:]
+    (earlier,) = [r.info.run_id for r in all_runs(tmp_path)]
+    sweep = gnnbench(
+        tmp_path, "-m", "dataset=cora", "partitioner=spring,hash", "p=4,8", "train=none"
+    )
+    assert sweep.returncode == 0, sweep.stderr[-3000:]
+    (end,) = [line for line in sweep.stderr.splitlines() if line.startswith("gnnbench: sweep ")]
+    assert f": 3 finished, 1 skipped (already FINISHED: {earlier}), 0 failed; report: " in end
+    report = tmp_path / end.rsplit("report: ", 1)[1]
+    with open(report.with_name("report.csv"), newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    jobs = sorted((row["partitioner.name"], row["p"], row["status"]) for row in rows)
+    assert jobs == [(name, p, "FINISHED") for name in ("hash", "spring") for p in ("4", "8")]
+    assert [row["run_id"] for row in rows if row["skipped"] == "True"] == [earlier]
+    assert f"`{earlier}`" in report.read_text()
 
 
 @requires_dataset(CORA)

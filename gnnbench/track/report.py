@@ -217,15 +217,30 @@ def find_parent(client, experiment_id: str, sweep_id: str | None, tracking_uri: 
     return found[0]
 
 
-def newest_per_axes(runs: Iterable, axes: Sequence[str] = AXES) -> list:
-    """The newest run of each distinct combination of axes (runs given newest first)."""
-    newest: dict[tuple, Any] = {}
-    for run in runs:
-        key = tuple(run.data.params.get(axis) for axis in axes)
-        if all(value is None for value in key):  # no params logged: keep it apart
-            key = (run.data.tags.get("run_key", run.info.run_id),)
-        newest.setdefault(key, run)
+def newest_per_job(runs: Iterable) -> list:
+    """The newest run of each job (its `run_key` tag; a run without one stands alone)."""
+    newest: dict[str, Any] = {}
+    for run in sorted(runs, key=lambda run: run.info.start_time or 0, reverse=True):
+        newest.setdefault(run.data.tags.get("run_key", run.info.run_id), run)
     return list(newest.values())
+
+
+def skipped_runs(client, parent) -> list:
+    """The FINISHED runs the sweep's jobs repeated, where resume skipped them (tags
+    `skipped.<run_key>` on the parent); a run deleted since is left out."""
+    from mlflow.exceptions import MlflowException
+
+    from gnnbench.track.mlflow_run import retrying
+    from gnnbench.track.sweep import SKIPPED_TAG
+
+    found = []
+    for tag, run_id in parent.data.tags.items():
+        if tag.startswith(SKIPPED_TAG):
+            try:
+                found.append(retrying(client.get_run, run_id))
+            except MlflowException:
+                continue
+    return found
 
 
 def run_row(run, metrics: Sequence[str] = SWEEP_METRICS) -> dict:
@@ -259,7 +274,12 @@ def load_sweep(
         experiment_id,
         f"tags.sweep_id = {_quote(sweep_id)} and tags.`{ROLE_TAG}` = 'job'",
     )
-    rows = [run_row(run) for run in newest_per_axes(children)]
+    own = {run.info.run_id for run in children}
+    others = [run for run in skipped_runs(client, parent) if run.info.run_id not in own]
+    rows = [run_row(run) for run in newest_per_job([*children, *others])]
+    outside = {run.info.run_id for run in others}
+    for row in rows:
+        row["skipped"] = row["run_id"] in outside
     axes = swept_axes(rows)
     rows.sort(key=lambda row: tuple(_sort_key(row.get(axis)) for axis in axes))
     return Sweep(
@@ -283,7 +303,7 @@ def table(sweep: Sweep) -> tuple[list[dict], list[str]]:
     return sweep.rows, columns
 
 
-CSV_COLUMNS = ("run_id", "status", *AXES, *SWEEP_METRICS, "error")
+CSV_COLUMNS = ("run_id", "status", *AXES, *SWEEP_METRICS, "error", "skipped")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -601,6 +621,13 @@ def report_markdown(sweep: Sweep, drawn: dict[str, bool]) -> str:
     if sweep.overrides:
         lines += [f"Overrides: `{sweep.overrides}`", ""]
     lines += [f"Swept axes: {', '.join(f'`{a}`' for a in sweep.axes)}", ""]
+    outside = [row["run_id"] for row in rows if row.get("skipped")]
+    if outside:
+        lines += [
+            f"{len(outside)} job(s) skipped by resume (already FINISHED): their runs from outside "
+            f"this sweep are in the table: {', '.join(f'`{r}`' for r in outside)}.",
+            "",
+        ]
     lines += [markdown(rows, columns) if rows else "*No job runs in this sweep.*\n", "## Plots", ""]
     for spec in PLOTS:
         if drawn.get(spec.filename):

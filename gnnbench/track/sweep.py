@@ -14,6 +14,7 @@ import json
 import logging
 import math
 import os
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,9 @@ log = logging.getLogger(__name__)
 PARENT_ENV = "GNNBENCH_PARENT_RUN_ID"
 SWEEP_ENV = "GNNBENCH_SWEEP_ID"
 TOTAL_ENV = "GNNBENCH_SWEEP_JOBS"
+# On the parent, one tag per job resume skipped: skipped.<run_key> = the FINISHED run it repeats
+# (often outside the sweep), so the summary and the report still count the job.
+SKIPPED_TAG = "skipped."
 SETUP_ERROR_ENV = "GNNBENCH_SWEEP_SETUP_ERROR"  # set when the parent could not be opened
 # Keys that say where things go, not what is computed: left out of the run key.
 VOLATILE_KEYS = ("tracking", "resume", "hydra")
@@ -39,9 +43,37 @@ def _digest(payload: Any) -> str:
     ).hexdigest()
 
 
+def record_skipped(config: Mapping[str, Any], key: str, finished_run_id: str) -> None:
+    """Tag the sweep's parent with a job resume skipped, so the sweep still counts and reports it
+    (the tag, not this process's memory: parallel jobs run in other processes)."""
+    parent = os.environ.get(PARENT_ENV)
+    if parent:
+        tracking = config["tracking"]
+        tracker = SweepTracker(tracking["uri"], tracking["experiment"])
+        retrying(tracker.client.set_tag, parent, SKIPPED_TAG + key, finished_run_id)
+
+
 def run_key(config: Mapping[str, Any]) -> str:
-    """Deterministic identity of a job: its resolved config without volatile fields."""
-    return _digest({key: value for key, value in config.items() if key not in VOLATILE_KEYS})
+    """Deterministic identity of a job: the resolved config fields that change its result.
+
+    Volatile fields (where things go) never count, nor do the axes the job's train mode ignores,
+    so `-m sync_interval=1,2 train=grad_avg` is one job run once and resumed once.
+    """
+    ignored = set(VOLATILE_KEYS) | set(ignored_axes(config))
+    return _digest({key: value for key, value in config.items() if key not in ignored})
+
+
+def ignored_axes(config: Mapping[str, Any]) -> tuple[str, ...]:
+    """Top-level keys that cannot change what this job computes, given its train mode."""
+    mode = config.get("train", {}).get("mode", "none")
+    auto_p = config.get("p") == "auto"  # p=auto reads num_gpus (and the train group's budget)
+    if mode == "centralized":  # one process on the whole graph: no partitions, no averaging
+        return ("partitioner", "p", "num_gpus", "sync_interval")
+    if mode == "grad_avg":  # gradients every step: there is no averaging interval
+        return ("sync_interval",)
+    if mode == "none":  # partition only
+        return ("model", "sync_interval") + (() if auto_p else ("num_gpus", "train"))
+    return ()
 
 
 def sweep_id_of(overrides: list[str], sweeper_params: Mapping[str, Any], experiment: str) -> str:
@@ -120,16 +152,49 @@ class SweepTracker:
         )
         return runs[0].info.run_id if runs else None
 
-    def close_parent(self, parent_run_id: str, sweep_id: str) -> list[str]:
-        """End the parent FINISHED or FAILED from the children; return one line per failed job."""
-        failed = [run for run in self.latest_children(sweep_id) if run.info.status != "FINISHED"]
-        status = "FAILED" if failed else "FINISHED"
-        retrying(self.client.set_terminated, parent_run_id, status)
-        return [
+    def skipped_jobs(self, parent_run_id: str) -> dict[str, str]:
+        """{run_key: FINISHED run id} of the jobs resume skipped, from the parent's tags."""
+        tags = retrying(self.client.get_run, parent_run_id).data.tags
+        return {
+            k.removeprefix(SKIPPED_TAG): v for k, v in tags.items() if k.startswith(SKIPPED_TAG)
+        }
+
+    def close_parent(
+        self, parent_run_id: str, sweep_id: str, since_ms: int = 0
+    ) -> tuple[list[str], str]:
+        """End the parent FINISHED or FAILED from its jobs; return one line per failed job and
+        this invocation's counts (jobs started since since_ms, jobs resume skipped, failures)."""
+        latest = self.latest_children(sweep_id)
+        ran_now = [run for run in latest if run.info.start_time >= since_ms]
+        ran_keys = {run.data.tags.get("run_key") for run in ran_now}
+        skipped = {
+            key: run_id
+            for key, run_id in self.skipped_jobs(parent_run_id).items()
+            if key not in ran_keys
+        }
+        # a job skipped now FINISHED elsewhere: an older FAILED child of it is no failure
+        failed = [
+            run
+            for run in latest
+            if run.info.status != "FINISHED" and run.data.tags.get("run_key") not in skipped
+        ]
+        retrying(self.client.set_terminated, parent_run_id, "FAILED" if failed else "FINISHED")
+        finished = sum(run.info.status == "FINISHED" for run in ran_now)
+        lines = [
             f"{run.info.run_name}: {run.data.tags.get('error_type', run.info.status)}: "
             f"{run.data.tags.get('error', '')}"
             for run in failed
         ]
+        return lines, _counts(finished, list(skipped.values()), len(failed))
+
+
+def _counts(finished: int, skipped: list[str], failed: int) -> str:
+    """`3 finished, 1 skipped (already FINISHED: <run id>), 0 failed`: at most 5 ids shown."""
+    text = f"{finished} finished, {len(skipped)} skipped"
+    if skipped:
+        shown = skipped[:5] + (["..."] if len(skipped) > 5 else [])
+        text += f" (already FINISHED: {', '.join(shown)})"
+    return f"{text}, {failed} failed"
 
 
 class SweepCallback(Callback):
@@ -139,6 +204,8 @@ class SweepCallback(Callback):
         self.tracker: SweepTracker | None = None
         self.failures: list[str] = []
         self.report_args: tuple | None = None
+        self.started_ms = 0  # jobs started since then ran in this invocation
+        self.summary = ""  # the end line: counts and where the report is
 
     def on_multirun_start(self, config, **kwargs) -> None:
         # Hydra turns a callback's exception into a warning and runs the jobs anyway: a sweep
@@ -164,6 +231,7 @@ class SweepCallback(Callback):
         total = count_jobs(overrides, params)
         os.environ.update({PARENT_ENV: parent, SWEEP_ENV: sweep_id, TOTAL_ENV: str(total)})
         ACTIVE.append(self)
+        self.started_ms = int(time.time() * 1000)
         log.info("sweep %s: %d jobs, parent run %s", sweep_id, total, parent)
         report_dir = Path(config.hydra.sweep.dir) / "report"
         self.report_args = (config.tracking.uri, experiment, sweep_id, report_dir)
@@ -177,14 +245,16 @@ class SweepCallback(Callback):
         sweep_id = os.environ.pop(SWEEP_ENV, None)
         if self.tracker is None or parent is None:
             return
-        self.failures = self.tracker.close_parent(parent, sweep_id)
-        log.info("sweep %s finished: %d failed job(s)", sweep_id, len(self.failures))
+        self.failures, counts = self.tracker.close_parent(parent, sweep_id, self.started_ms)
+        report = "not written"
         try:  # the report is a reading aid: its failure must not change the sweep's outcome
             from gnnbench.track.report import report_sweep
 
-            log.info("sweep report: %s", report_sweep(*self.report_args))
+            report = str(report_sweep(*self.report_args))
         except Exception as exc:
             log.warning("sweep report not written: %s", exc)
+        self.summary = f"sweep {sweep_id}: {counts}; report: {report}"
+        log.info(self.summary)
 
 
 # The sweeps opened in this (launching) process; __main__ closes any that Hydra left open and
