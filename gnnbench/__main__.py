@@ -3,6 +3,10 @@
 Expected mistakes (an unknown dataset, p larger than the graph, a malformed file) end in one line
 on stderr and a non-zero exit; in a sweep (`-m`) the failing job is recorded FAILED and the others
 go on, and the sweep exits non-zero at the end with the list of failures.
+
+Exit statuses: 0 done; 2 a gnnbench error (config, data, out of memory, a process killed); 1 an
+unexpected error (one line; its stack is the run's error.log artifact), or a sweep with failed
+jobs; 130 / 143 interrupted by SIGINT / SIGTERM (workers stopped, the run recorded KILLED).
 """
 
 from __future__ import annotations
@@ -12,7 +16,8 @@ import os
 import sys
 from pathlib import Path
 
-from gnnbench.errors import ConfigError, GnnbenchError
+from gnnbench.errors import ConfigError, GnnbenchError, Interrupted
+from gnnbench.lifecycle import handle_interrupts
 from gnnbench.paths import REPO_ROOT
 
 log = logging.getLogger("gnnbench")
@@ -82,10 +87,20 @@ def _job(cfg) -> dict | None:
             sys.exit(2)
         log.error("job failed: %s", exc)
     except Exception as exc:  # a sweep goes on past any failing job; it is recorded FAILED
+        run_id = getattr(exc, "gnnbench_run_id", None)  # set once the run logged its stack
+        if not multirun and run_id is None:
+            raise  # nowhere else holds the stack: Python prints it
         if not multirun:
-            raise
+            print(f"gnnbench: error: {_first_line(exc)} (stack: error.log of run {run_id})",
+                  file=sys.stderr)  # fmt: skip
+            sys.exit(1)
         log.exception("job failed: %s: %s", type(exc).__name__, exc)
     return None
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {lines[0] if lines else ''}"
 
 
 def _nothing_to_do(config: dict, key: str, multirun: bool) -> bool:
@@ -161,11 +176,16 @@ def main() -> None:
         print(f"gnnbench: error: {exc}", file=sys.stderr)
         sys.exit(2)
     app = hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")(_job)
+    handle_interrupts()  # SIGTERM / SIGINT: workers stopped, the run KILLED, one line
     try:
-        app()
-    finally:
-        for sweep in ACTIVE:
-            sweep.close()  # a no-op unless Hydra skipped on_multirun_end
+        try:
+            app()
+        finally:
+            for sweep in ACTIVE:
+                sweep.close()  # a no-op unless Hydra skipped on_multirun_end
+    except Interrupted as exc:
+        print(f"gnnbench: {exc}", file=sys.stderr)
+        sys.exit(exc.exit_status)
     if SETUP_ERRORS:
         print(f"gnnbench: error: {SETUP_ERRORS[0]}", file=sys.stderr)
         sys.exit(2)
