@@ -67,8 +67,11 @@ def _params(partitioner: str, p: int, sync: int, gpus: int, training: bool) -> d
     }
 
 
-def build_small_sweep(root: Path, training: bool = True) -> SmallSweep:
-    """Write the store to root/mlflow.db (artifacts under root/artifacts) and describe it."""
+def build_small_sweep(
+    root: Path, training: bool = True, sync_intervals: tuple = SYNC_INTERVALS
+) -> SmallSweep:
+    """Write the store to root/mlflow.db (artifacts under root/artifacts) and describe it;
+    `sync_intervals` narrows that axis (one value: an axis the sweep did not vary)."""
     import mlflow
     from mlflow.entities import Metric, Param
 
@@ -122,11 +125,12 @@ def build_small_sweep(root: Path, training: bool = True) -> SmallSweep:
     job("", None, ("ldg", 2, 1, 1), "FINISHED")
 
     train = "" if training else " train=none"
+    syncs = ",".join(map(str, sync_intervals))
     parent = parent_run(
-        SWEEP_ID, "partitioner=spring,hash p=2,4,8 sync_interval=1,4 num_gpus=1,2" + train
+        SWEEP_ID, f"partitioner=spring,hash p=2,4,8 sync_interval={syncs} num_gpus=1,2" + train
     )
     job(SWEEP_ID, parent, RERUN_JOB, "FAILED")
-    grid = list(itertools.product(PARTITIONERS, PS, SYNC_INTERVALS, NUM_GPUS))
+    grid = list(itertools.product(PARTITIONERS, PS, sync_intervals, NUM_GPUS))
     for axes in grid:
         job(SWEEP_ID, parent, axes, "FAILED" if axes == FAILED_JOB else "FINISHED")
     client.set_terminated(parent, "FAILED")

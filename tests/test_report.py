@@ -14,7 +14,14 @@ from sweep_fixtures import (
 )
 
 from gnnbench.report import main as report_module_main
-from gnnbench.track.report import PLOTS, load_sweep, main, report_sweep
+from gnnbench.track.report import (
+    PLOTS,
+    load_sweep,
+    main,
+    plot_peak_memory,
+    plot_quality_vs_p,
+    report_sweep,
+)
 
 PNGS = {spec.filename for spec in PLOTS}
 
@@ -71,12 +78,79 @@ def test_partition_only_sweep_skips_training_plots_with_a_note(tmp_path):
     md = report_sweep(store.tracking_uri, store.experiment, store.sweep_id, tmp_path / "out")
     text = md.read_text()
     assert "*Test F1 vs sync interval: skipped, no FINISHED job with test_f1_micro" in text
-    assert "*Epoch time vs num_gpus: skipped, no FINISHED job with epoch_time_s" in text
+    assert "*Epoch time vs num_gpus: skipped, no FINISHED job with epoch_time_s.*" in text
     assert "test_f1_micro |" not in text.split("## Plots")[0]  # no empty metric columns
     assert (tmp_path / "out" / "rf_edge_cut_vs_p.png").stat().st_size > 0
     assert (tmp_path / "out" / "peak_memory.png").stat().st_size > 0
     assert not (tmp_path / "out" / "f1_vs_sync_interval.png").exists()
     assert not (tmp_path / "out" / "epoch_time_vs_num_gpus.png").exists()
+
+
+def test_an_axis_with_one_value_is_not_plotted(tmp_path):
+    """sync_interval=1 only: no "F1 vs sync interval" with a single x, and report.md says why;
+    the axes that were swept are still drawn."""
+    store = build_small_sweep(tmp_path / "store", sync_intervals=(1,))
+    md = report_sweep(store.tracking_uri, store.experiment, store.sweep_id, tmp_path / "out")
+    text = md.read_text()
+    assert not (tmp_path / "out" / "f1_vs_sync_interval.png").exists()
+    assert (
+        "*Test F1 vs sync interval: skipped, `sync_interval` has one value (1) in the FINISHED "
+        "jobs: nothing to compare.*" in text
+    )
+    for drawn in ("rf_edge_cut_vs_p.png", "epoch_time_vs_num_gpus.png", "peak_memory.png"):
+        assert (tmp_path / "out" / drawn).stat().st_size > 10_000, drawn
+
+
+def _job_row(partitioner: str, p: int, **metrics) -> dict:
+    return {"status": "FINISHED", "dataset.name": "g", "partitioner.name": partitioner,
+            "p": str(p), **metrics}  # fmt: skip
+
+
+def test_bars_that_cannot_differ_are_left_out_with_a_note():
+    """Max RSS within 2% for every partitioner (the interpreter dominates it): that panel is
+    dropped and the note says so; with the heap peak also flat nothing is drawn."""
+    rows = [
+        _job_row(name, p, partition_peak_mb=peak, partition_rss_mb=500.0 + p / 4)
+        for name, peak in (("spring", 40.0), ("hash", 4.0), ("ldg", 9.0))
+        for p in (2, 4)
+    ]
+    plot = plot_peak_memory(rows)
+    assert plot.figure is not None and len(plot.figure.axes) == 1  # the heap peak alone
+    assert plot.figure.axes[0].get_ylabel() == "heap peak, memray (MB)"
+    assert plot.note == "max RSS (MB) not drawn: every bar within 2% of 501, nothing to compare"
+
+    flat = [dict(row, partition_peak_mb=10.0) for row in rows]
+    nothing = plot_peak_memory(flat)
+    assert nothing.figure is None and "heap peak, memray (MB) not drawn" in nothing.note
+
+    apart = [
+        dict(row, partition_rss_mb=300.0 * row_number) for row_number, row in enumerate(rows, 1)
+    ]
+    assert len(plot_peak_memory(apart).figure.axes) == 2  # RSS that differs is drawn
+
+
+def test_a_band_is_drawn_where_the_subtitle_promises_one():
+    """Rows differing only in an averaged axis (seed) spread: a band over a line of two points,
+    an error bar at a lone point, and the subtitle names the band."""
+    rows = [
+        _job_row(
+            name, p, replication_factor=1.0 + p / 10 + seed / 100, edge_cut=0.1, seed=str(seed)
+        )
+        for name, ps in (("spring", (2, 4)), ("hash", (4,)))
+        for p in ps
+        for seed in (0, 1)
+    ]
+    plot = plot_quality_vs_p(rows, axes=["partitioner.name", "p", "seed"])
+    rf_panel = plot.figure.axes[0]
+    assert len(rf_panel.collections) >= 2  # spring's band, hash's error bar
+    assert "band (error bar at a lone point): min to max over seed" in plot.figure.get_suptitle()
+    steady = [dict(row, replication_factor=1.0 + int(row["p"]) / 10) for row in rows]
+    assert (
+        "band"
+        not in plot_quality_vs_p(
+            steady, axes=["partitioner.name", "p", "seed"]
+        ).figure.get_suptitle()
+    )
 
 
 def test_sweep_by_id_and_errors(small_sweep_store, tmp_path, capsys):

@@ -396,8 +396,23 @@ def _title(base: str, subtitle: str, note: str = "") -> str:
     return "\n".join(part for part in (base, note, subtitle) if part)
 
 
-def _spread_note(rows: Sequence[dict], data: dict, averaged: Sequence[str]) -> str:
-    """Says which axes a line averages over, where that hides a spread (drawn as a band)."""
+@dataclass
+class Plot:
+    """A drawn figure (None when nothing is worth drawing) and what report.md says about it: why
+    it is not drawn, or which panels a drawn one leaves out."""
+
+    figure: Figure | None
+    note: str = ""
+
+
+# Bars of a metric whose values all lie within this fraction of their largest cannot show a
+# difference (max RSS of a partition process is mostly the interpreter and its imports).
+FLAT_FRACTION = 0.02
+
+
+def _spread_note(data: dict, averaged: Sequence[str]) -> str:
+    """Says which axes a line averages over, where that hides a spread (drawn as a band, or an
+    error bar at a lone point)."""
     spread = any(
         point[3] > point[2]
         for per_metric in data.values()
@@ -408,7 +423,55 @@ def _spread_note(rows: Sequence[dict], data: dict, averaged: Sequence[str]) -> s
     if not spread:
         return ""
     names = [SHORT.get(a, a) for a in averaged] or ["re-runs"]
-    return f"line: mean, band: min to max over {', '.join(names)}"
+    return f"line: mean, band (error bar at a lone point): min to max over {', '.join(names)}"
+
+
+def _x_values(data: dict) -> set:
+    return {
+        point[0]
+        for per_metric in data.values()
+        for d in per_metric.values()
+        for points in d.values()
+        for point in points
+    }
+
+
+def _one_value(axis: str, values: set) -> str:
+    return (
+        f"`{axis}` has one value ({', '.join(map(str, sorted(values, key=_sort_key)))}) "
+        "in the FINISHED jobs: nothing to compare"
+    )
+
+
+def _draw_series(ax, points: list, colour, style: str, marker: str, label: str) -> None:
+    """One line (mean) with its min-to-max range: a band, or an error bar at a lone point."""
+    px = [point[0] for point in points]
+    mean = [point[1] for point in points]
+    ax.plot(px, mean, color=colour, linestyle=style, marker=marker, label=label)
+    if not any(point[3] > point[2] for point in points):
+        return
+    low, high = [point[2] for point in points], [point[3] for point in points]
+    if len(points) >= 2:
+        ax.fill_between(px, low, high, color=colour, alpha=0.15, linewidth=0)
+    else:
+        spread = [[mean[0] - low[0]], [high[0] - mean[0]]]
+        ax.errorbar(px, mean, yerr=spread, color=colour, capsize=3, linestyle="none")
+
+
+def _line_panel(ax, series: dict, by: Sequence[str], extras: list, colours: dict) -> None:
+    styles = ["-", "--", ":", "-."]
+    markers = ["o", "s", "^", "D", "v", "P", "X", "*"]
+    xs: list[float] = []
+    for key, points in series.items():
+        k = extras.index(key[1:])
+        colour = colours.get(key[0] or "?")
+        label = _label(key, by)
+        _draw_series(ax, points, colour, styles[k % len(styles)], markers[k % len(markers)], label)
+        xs += [point[0] for point in points]
+    if xs:
+        _set_x(ax, xs)
+    else:
+        ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes)
 
 
 def line_figure(
@@ -418,113 +481,118 @@ def line_figure(
     title: str,
     axes: Sequence[str] | None = None,
     subtitle: str = "",
-) -> Figure | None:
+) -> Plot:
     """Metric(s) against a numeric axis: a row of panels per dataset, a column per metric, a line
     per partitioner (and train mode / model where swept) averaged over the other swept axes, with
-    their range as a band; None when there is no point to draw."""
+    their range as a band; not drawn without data or when x has fewer than two values."""
     axes = list(axes) if axes is not None else swept_axes(rows)
     by = _series_axes(rows, axes)
     data = {metric: _series(rows, x, metric, by) for metric in metrics}
-    metrics = [metric for metric in metrics if data[metric]]
-    if not metrics:
-        return None
+    drawn = [metric for metric in metrics if data[metric]]
+    if not drawn:
+        return Plot(None, f"no FINISHED job with {' or '.join(metrics)}")
+    data = {metric: data[metric] for metric in drawn}
+    if len(_x_values(data)) < 2:
+        return Plot(None, _one_value(x, _x_values(data)))
     averaged = [a for a in axes if a not in (*by, x, "dataset.name")]
-    datasets = sorted({d for metric in metrics for d in data[metric]}, key=_sort_key)
+    datasets = sorted({d for metric in drawn for d in data[metric]}, key=_sort_key)
     colours = _colours(rows)
-    keys = {key for metric in metrics for d in data[metric].values() for key in d}
+    keys = {key for metric in drawn for d in data[metric].values() for key in d}
     extras = sorted({key[1:] for key in keys}, key=lambda k: tuple(map(_sort_key, k)))
-    styles = ["-", "--", ":", "-."]
-    markers = ["o", "s", "^", "D", "v", "P", "X", "*"]
-    figure, grid = _grid(len(datasets), len(metrics))
+    figure, grid = _grid(len(datasets), len(drawn))
     for i, dataset in enumerate(datasets):
-        for j, metric in enumerate(metrics):
+        for j, metric in enumerate(drawn):
             ax = grid[i][j]
-            xs: list[float] = []
-            for key, points in data[metric].get(dataset, {}).items():
-                k = extras.index(key[1:])
-                colour = colours.get(key[0] or "?")
-                px = [point[0] for point in points]
-                ax.plot(
-                    px,
-                    [point[1] for point in points],
-                    color=colour,
-                    linestyle=styles[k % len(styles)],
-                    marker=markers[k % len(markers)],
-                    label=_label(key, by),
-                )
-                if any(point[3] > point[2] for point in points):
-                    low, high = [point[2] for point in points], [point[3] for point in points]
-                    ax.fill_between(px, low, high, color=colour, alpha=0.15, linewidth=0)
-                xs += px
-            if xs:
-                _set_x(ax, xs)
-            else:
-                ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes)
+            _line_panel(ax, data[metric].get(dataset, {}), by, extras, colours)
             ax.set_xlabel(LABELS.get(x, x))
             ax.set_ylabel(LABELS.get(metric, metric))
             ax.set_title(dataset)
             ax.grid(True, alpha=0.3)
-    figure.suptitle(_title(title, subtitle, _spread_note(rows, data, averaged)))
+    figure.suptitle(_title(title, subtitle, _spread_note(data, averaged)))
     _legend(figure, grid, " / ".join(SHORT.get(a, a) for a in by))
-    return figure
+    return Plot(figure)
 
 
-def bar_figure(
-    rows: Sequence[dict], metrics: Sequence[str], title: str, subtitle: str = ""
-) -> Figure | None:
-    """Metric(s) per partitioner as grouped bars, one bar per p (mean over the other axes, range
-    as an error bar where they differ); a row of panels per dataset, a column per metric."""
+def _flat(series: dict) -> float | None:
+    """The largest mean of a metric's bars when they all lie within FLAT_FRACTION of it."""
+    means = [point[1] for d in series.values() for points in d.values() for point in points]
+    top = max(means)
+    return top if len(means) >= 2 and top - min(means) <= FLAT_FRACTION * abs(top) else None
+
+
+def _bar_panel(ax, series: dict, partitioners: list[str], ps: list) -> None:
+    """Grouped bars: one group per partitioner, one bar per p, the range as an error bar."""
+    from matplotlib import colormaps
+
+    shades = colormaps["viridis"]
+    width = 0.8 / len(ps)
+    for k, p in enumerate(ps):
+        found = {point[0]: point[1:] for point in series.get((p,), [])}
+        xs = [n for n, name in enumerate(partitioners) if name in found]
+        stats = [found[partitioners[n]] for n in xs]  # (mean, min, max)
+        mean = [stat[0] for stat in stats]
+        spread = [[stat[0] - stat[1] for stat in stats], [stat[2] - stat[0] for stat in stats]]
+        ax.bar(
+            [n - 0.4 + width * (k + 0.5) for n in xs],
+            mean,
+            width=width,
+            color=shades(0.15 + 0.7 * k / max(len(ps) - 1, 1)),
+            label=f"p={p}",
+            yerr=spread if any(map(any, spread)) else None,
+            capsize=2,
+        )
+    ax.set_xticks(range(len(partitioners)), labels=partitioners)
+    ax.tick_params(axis="x", labelrotation=30 if len(partitioners) > 5 else 0)
+
+
+def _bar_data(rows: Sequence[dict], metrics: Sequence[str]) -> tuple[dict, list[str]]:
+    """The metrics per partitioner and p, less those whose bars cannot differ (with a note)."""
     data = {
         metric: _series(rows, "partitioner.name", metric, ["p"], numeric_x=False)
         for metric in metrics
     }
-    metrics = [metric for metric in metrics if data[metric]]
-    if not metrics:
-        return None
-    from matplotlib import colormaps
+    kept, notes = {}, []
+    for metric in metrics:
+        if not data[metric]:
+            continue
+        flat = _flat(data[metric])
+        if flat is None:
+            kept[metric] = data[metric]
+        else:
+            notes.append(
+                f"{LABELS.get(metric, metric)} not drawn: every bar within "
+                f"{FLAT_FRACTION:.0%} of {flat:.4g}, nothing to compare"
+            )
+    return kept, notes
 
-    datasets = sorted({d for metric in metrics for d in data[metric]}, key=_sort_key)
+
+def bar_figure(
+    rows: Sequence[dict], metrics: Sequence[str], title: str, subtitle: str = ""
+) -> Plot:
+    """Metric(s) per partitioner as grouped bars, one bar per p (mean over the other axes, range
+    as an error bar where they differ); a row of panels per dataset, a column per metric. A
+    metric whose bars all lie within FLAT_FRACTION of each other is left out, with a note."""
+    data, notes = _bar_data(rows, metrics)
+    if not data:
+        return Plot(None, "; ".join(notes) or f"no FINISHED job with {' or '.join(metrics)}")
+    datasets = sorted({d for per in data.values() for d in per}, key=_sort_key)
     partitioners = sorted({row.get("partitioner.name") or "?" for row in rows})
-    ps = sorted(
-        {key[0] for metric in metrics for d in data[metric].values() for key in d}, key=_sort_key
-    )
-    shades = colormaps["viridis"]
-    width = 0.8 / len(ps)
-    figure, grid = _grid(len(datasets), len(metrics))
+    ps = sorted({key[0] for per in data.values() for d in per.values() for key in d}, key=_sort_key)
+    figure, grid = _grid(len(datasets), len(data))
     for i, dataset in enumerate(datasets):
-        for j, metric in enumerate(metrics):
+        for j, (metric, per) in enumerate(data.items()):
             ax = grid[i][j]
-            series = data[metric].get(dataset, {})
-            for k, p in enumerate(ps):
-                found = {point[0]: point[1:] for point in series.get((p,), [])}
-                xs = [n for n, name in enumerate(partitioners) if name in found]
-                stats = [found[partitioners[n]] for n in xs]  # (mean, min, max)
-                mean = [stat[0] for stat in stats]
-                spread = [
-                    [stat[0] - stat[1] for stat in stats],
-                    [stat[2] - stat[0] for stat in stats],
-                ]
-                ax.bar(
-                    [n - 0.4 + width * (k + 0.5) for n in xs],
-                    mean,
-                    width=width,
-                    color=shades(0.15 + 0.7 * k / max(len(ps) - 1, 1)),
-                    label=f"p={p}",
-                    yerr=spread if any(map(any, spread)) else None,
-                    capsize=2,
-                )
-            ax.set_xticks(range(len(partitioners)), labels=partitioners)
-            ax.tick_params(axis="x", labelrotation=30 if len(partitioners) > 5 else 0)
+            _bar_panel(ax, per.get(dataset, {}), partitioners, ps)
             ax.set_xlabel("partitioner")
             ax.set_ylabel(LABELS.get(metric, metric))
             ax.set_title(dataset)
             ax.grid(True, axis="y", alpha=0.3)
     figure.suptitle(_title(title, subtitle))
     _legend(figure, grid, "partitions")
-    return figure
+    return Plot(figure, "; ".join(notes))
 
 
-def plot_quality_vs_p(rows, axes=None, subtitle: str = "") -> Figure | None:
+def plot_quality_vs_p(rows, axes=None, subtitle: str = "") -> Plot:
     """Replication factor and edge cut against p, a line per partitioner."""
     return line_figure(
         rows,
@@ -536,7 +604,7 @@ def plot_quality_vs_p(rows, axes=None, subtitle: str = "") -> Figure | None:
     )
 
 
-def plot_peak_memory(rows, axes=None, subtitle: str = "") -> Figure | None:
+def plot_peak_memory(rows, axes=None, subtitle: str = "") -> Plot:
     """Partitioning memory (memray heap peak and process max RSS) per partitioner and p."""
     return bar_figure(
         rows,
@@ -546,7 +614,7 @@ def plot_peak_memory(rows, axes=None, subtitle: str = "") -> Figure | None:
     )
 
 
-def plot_f1_vs_sync_interval(rows, axes=None, subtitle: str = "") -> Figure | None:
+def plot_f1_vs_sync_interval(rows, axes=None, subtitle: str = "") -> Plot:
     """Test micro- and macro-F1 against the model-averaging interval."""
     return line_figure(
         rows,
@@ -558,7 +626,7 @@ def plot_f1_vs_sync_interval(rows, axes=None, subtitle: str = "") -> Figure | No
     )
 
 
-def plot_epoch_time_vs_gpus(rows, axes=None, subtitle: str = "") -> Figure | None:
+def plot_epoch_time_vs_gpus(rows, axes=None, subtitle: str = "") -> Plot:
     """Per-epoch time of the slowest worker against the number of workers."""
     return line_figure(
         rows, "num_gpus", ["epoch_time_s"], "Epoch time vs num_gpus", axes=axes, subtitle=subtitle
@@ -569,45 +637,25 @@ def plot_epoch_time_vs_gpus(rows, axes=None, subtitle: str = "") -> Figure | Non
 class PlotSpec:
     filename: str
     caption: str
-    draw: Callable[..., Figure | None]
-    needs: str  # what a skipped plot lacked, for the note in report.md
+    draw: Callable[..., Plot]
 
 
 PLOTS = (
-    PlotSpec(
-        "rf_edge_cut_vs_p.png",
-        "Replication factor and edge cut vs p",
-        plot_quality_vs_p,
-        "replication_factor or edge_cut",
-    ),
-    PlotSpec(
-        "peak_memory.png",
-        "Partitioning memory per partitioner",
-        plot_peak_memory,
-        "partition_peak_mb or partition_rss_mb",
-    ),
-    PlotSpec(
-        "f1_vs_sync_interval.png",
-        "Test F1 vs sync interval",
-        plot_f1_vs_sync_interval,
-        "test_f1_micro or test_f1_macro (a training sweep)",
-    ),
-    PlotSpec(
-        "epoch_time_vs_num_gpus.png",
-        "Epoch time vs num_gpus",
-        plot_epoch_time_vs_gpus,
-        "epoch_time_s (a training sweep)",
-    ),
+    PlotSpec("rf_edge_cut_vs_p.png", "Replication factor and edge cut vs p", plot_quality_vs_p),
+    PlotSpec("peak_memory.png", "Partitioning memory per partitioner", plot_peak_memory),
+    PlotSpec("f1_vs_sync_interval.png", "Test F1 vs sync interval", plot_f1_vs_sync_interval),
+    PlotSpec("epoch_time_vs_num_gpus.png", "Epoch time vs num_gpus", plot_epoch_time_vs_gpus),
 )
 
 
-def figures(sweep: Sweep) -> dict[str, Figure | None]:
-    """Every plot of the sweep by file name (None where it has no data)."""
+def figures(sweep: Sweep) -> dict[str, Plot]:
+    """Every plot of the sweep by file name (its figure None where there is nothing to draw)."""
     subtitle = f"sweep {sweep.sweep_id}, FINISHED jobs"
     return {spec.filename: spec.draw(sweep.rows, sweep.axes, subtitle) for spec in PLOTS}
 
 
-def report_markdown(sweep: Sweep, drawn: dict[str, bool]) -> str:
+def report_markdown(sweep: Sweep, plots: dict[str, Plot]) -> str:
+    """report.md: the sweep, its table, its plots (or why one is not drawn)."""
     rows, columns = table(sweep)
     failed = sum(row["status"] != "FINISHED" for row in rows)
     lines = [
@@ -615,7 +663,7 @@ def report_markdown(sweep: Sweep, drawn: dict[str, bool]) -> str:
         "",
         f"Parent run `{sweep.parent_run_id}` ({sweep.status}) in MLflow experiment "
         f"`{sweep.experiment}` at `{sweep.tracking_uri}`: {len(rows)} job(s), {failed} not FINISHED "
-        "(newest run per combination of axes).",
+        "(newest run per job).",
         "",
     ]
     if sweep.overrides:
@@ -630,10 +678,12 @@ def report_markdown(sweep: Sweep, drawn: dict[str, bool]) -> str:
         ]
     lines += [markdown(rows, columns) if rows else "*No job runs in this sweep.*\n", "## Plots", ""]
     for spec in PLOTS:
-        if drawn.get(spec.filename):
-            lines += [f"![{spec.caption}]({spec.filename})", ""]
-        else:
-            lines += [f"*{spec.caption}: skipped, no FINISHED job with {spec.needs}.*", ""]
+        plot = plots.get(spec.filename) or Plot(None, "not drawn")
+        if plot.figure is None:
+            lines += [f"*{spec.caption}: skipped, {plot.note}.*", ""]
+            continue
+        lines += [f"![{spec.caption}]({spec.filename})", ""]
+        lines += [f"*{plot.note}.*", ""] if plot.note else []
     lines += [
         "Plots use FINISHED jobs only. Generated by `python -m gnnbench.report "
         f"--sweep-id {sweep.sweep_id}`; data in `report.csv`.",
@@ -658,19 +708,18 @@ def report_sweep(
     out_dir = Path(out_dir) if out_dir is not None else Path("reports") / sweep.sweep_id
     out_dir.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
-    drawn: dict[str, bool] = {}
-    for name, figure in figures(sweep).items():
+    plots = figures(sweep)
+    for name, plot in plots.items():
         path = out_dir / name
-        drawn[name] = figure is not None
-        if figure is None:
+        if plot.figure is None:
             path.unlink(missing_ok=True)  # a stale plot of an earlier report of the same sweep
             continue
-        figure.savefig(path, dpi=110)
+        plot.figure.savefig(path, dpi=110)
         written.append(path)
     csv_path = out_dir / "report.csv"
     write_csv(sweep.rows, CSV_COLUMNS, csv_path)
     md_path = out_dir / "report.md"
-    md_path.write_text(report_markdown(sweep, drawn))
+    md_path.write_text(report_markdown(sweep, plots))
     if log_artifacts:
         client = _client(tracking_uri)
         for path in (md_path, csv_path, *written):
