@@ -167,3 +167,14 @@ def test_disk_full_while_writing_is_one_line(tmp_path, gnnbench_home, monkeypatc
                        r"device\) while writing raw_edges\.bin"):  # fmt: skip
         prepare_dataset({"name": "full", "source": "edgelist", "path": str(edges)})
     assert no_leftovers(gnnbench_home)
+
+
+def test_node_count_beyond_64_bit_keys_is_refused(tmp_path, gnnbench_home, monkeypatch):
+    """Where memory would allow 4e9 nodes, the edge keys (low * N + high) would still overflow."""
+    monkeypatch.setattr("gnnbench.data.import_checks.available_memory", lambda: 1 << 60)
+    edges = tmp_path / "edges.txt"
+    edges.write_text("0 1\n1 2\n")
+    dataset = {"name": "huge", "source": "edgelist", "path": str(edges), "num_nodes": 4_000_000_000}
+    with pytest.raises(DataError, match=r"num_nodes=4000000000: at most 3037000499 nodes"):
+        prepare_dataset(dataset)
+    assert no_leftovers(gnnbench_home)

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from gnnbench.data.import_checks import check_disk_space
+from gnnbench.errors import DataError
 
 # Peak bytes per raw edge of the in-memory path (raw pairs, unique's sort and inverse).
 IN_MEMORY_BYTES_PER_EDGE = 64
@@ -28,6 +29,7 @@ IN_MEMORY_BYTES_PER_EDGE = 64
 BUCKET_BYTES_PER_ENTRY = 64
 CHUNK_BYTES_PER_EDGE = 256  # raw rows read per step: pairs, endpoints, keys, bucket order
 _HASH = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing: spreads consecutive keys
+MAX_NODES = 3_037_000_499  # largest N whose keys low * N + high fit in int64
 
 
 def write_canonical_edges(
@@ -40,6 +42,11 @@ def write_canonical_edges(
     """
     raw_path = Path(tmp) / "raw_edges.bin"
     num_raw = os.path.getsize(raw_path) // 16
+    if num_nodes is not None and num_nodes > MAX_NODES:
+        raise DataError(
+            f"num_nodes={num_nodes}: at most {MAX_NODES} nodes are supported "
+            "(edge keys low * num_nodes + high must fit in 64 bits)"
+        )
     if num_raw * IN_MEMORY_BYTES_PER_EDGE <= budget:
         return _in_memory(tmp, raw_path, num_nodes)
     return ExternalCanonicaliser(tmp, raw_path, num_raw, budget).run(num_nodes)
