@@ -115,7 +115,7 @@ def random_graph() -> tuple[np.ndarray, int]:
 
 @pytest.mark.parametrize("hops", [1, 2])
 @pytest.mark.parametrize("node_data", [True, False])
-@pytest.mark.parametrize("p", [5, 70])  # 70: two bitset words per node
+@pytest.mark.parametrize("p", [5, 12, 40, 70])  # uint8, uint16, uint64 words; 70: two words
 def test_book_matches_reference(tmp_path, monkeypatch, random_graph, hops, node_data, p):
     edges, num_nodes = random_graph
     store = make_store(tmp_path / "store", edges, num_nodes, node_data=True)

@@ -25,7 +25,6 @@ import numba
 import numpy as np
 
 from gnnbench.data.store import GraphStore, NpyLayout
-from gnnbench.partition.edge_partition import add_replica
 
 ROLE_TRAIN, ROLE_VAL, ROLE_TEST = 1, 2, 3
 ROW_WINDOW_BYTES = 64 << 20  # rows of a feature/label file read at once
@@ -42,11 +41,22 @@ def _bit_index(single_bit):
     return _DEBRUIJN_INDEX[(single_bit * _DEBRUIJN) >> np.uint64(58)]
 
 
+def _word_dtype(p: int) -> np.dtype:
+    """The narrowest unsigned word holding p partition bits (uint64 words beyond 64): p = 8
+    keeps a node's bits in one byte, so the random accesses per edge stay in cache longer."""
+    for dtype in (np.uint8, np.uint16, np.uint32):
+        if p <= np.dtype(dtype).itemsize * 8:
+            return np.dtype(dtype)
+    return np.dtype(np.uint64)
+
+
 @numba.njit(cache=True)
-def _owned_bits(owner, words):
-    bits = np.zeros((owner.shape[0], words), dtype=np.uint64)
+def _owned_bits(owner, bits):
+    """Set each node's own partition bit in the zeroed (|V|, words) array `bits`."""
+    width = bits.itemsize * 8
     for v in range(owner.shape[0]):
-        add_replica(bits, v, owner[v])
+        part = owner[v]
+        bits[v, part // width] |= np.uint64(1) << np.uint64(part % width)
     return bits
 
 
@@ -62,59 +72,62 @@ def _expand_chunk(edges, inner, outer):
 
 
 @numba.njit(cache=True, nogil=True)
-def _route_offsets(edges, full, p):
-    """Start of each partition's run when a chunk's edges are grouped by partition (p + 1)."""
-    offsets = np.zeros(p + 1, dtype=np.int64)
+def _route_masks(edges, state, masks):
+    """The random-access half of routing: each edge's partitions, and the last membership hop.
+
+    state[v] holds v's "full" words, then its member words, side by side so one cache miss per
+    endpoint serves both. Writes the edge's partition mask (masks[k]) for the sequential half;
+    returns the offsets of each partition's run when the chunk is grouped by partition.
+    """
+    words = masks.shape[1]
+    width = masks.itemsize * 8
+    counts = np.zeros(words * width + 1, dtype=np.int64)
     for k in range(edges.shape[0]):
         u = edges[k, 0]
         v = edges[k, 1]
-        for w in range(full.shape[1]):
-            mask = full[u, w] | full[v, w]
+        for w in range(words):
+            full_u = np.uint64(state[u, w])
+            full_v = np.uint64(state[v, w])
+            state[v, words + w] |= full_u
+            state[u, words + w] |= full_v
+            mask = full_u | full_v
+            masks[k, w] = mask
             while mask:
                 low = mask & (~mask + np.uint64(1))
-                offsets[w * 64 + _bit_index(low) + 1] += 1
+                counts[w * width + _bit_index(low) + 1] += 1
                 mask ^= low
-    for i in range(p):
-        offsets[i + 1] += offsets[i]
-    return offsets
+    for i in range(words * width):
+        counts[i + 1] += counts[i]
+    return counts
 
 
 @numba.njit(cache=True, nogil=True)
-def _route_fill(edges, full, owner, offsets, grouped, members):
-    """Counting-sort fill: each edge copied into the run of every partition it belongs to.
-
-    The same pass grows `members` by the last hop; returns the chunk's cut edges.
-    """
+def _route_scatter(edges, masks, offsets, grouped):
+    """The sequential half: each edge copied into the run of every partition in its mask."""
+    width = masks.itemsize * 8
     cursor = offsets[:-1].copy()
-    cut = 0
     for k in range(edges.shape[0]):
-        u = edges[k, 0]
-        v = edges[k, 1]
-        if owner[u] != owner[v]:
-            cut += 1
-        for w in range(full.shape[1]):
-            members[v, w] |= full[u, w]
-            members[u, w] |= full[v, w]
-            mask = full[u, w] | full[v, w]
+        for w in range(masks.shape[1]):
+            mask = np.uint64(masks[k, w])
             while mask:
                 low = mask & (~mask + np.uint64(1))
-                part = w * 64 + _bit_index(low)
-                grouped[cursor[part], 0] = u
-                grouped[cursor[part], 1] = v
+                part = w * width + _bit_index(low)
+                grouped[cursor[part], 0] = edges[k, 0]
+                grouped[cursor[part], 1] = edges[k, 1]
                 cursor[part] += 1
                 mask ^= low
-    return cut
 
 
 @numba.njit(cache=True)
 def _members(bits, owner, part):
     """Owned nodes of `part`, then its other members (halo), each in ascending id order."""
-    word = part >> 6
-    flag = np.uint64(1) << np.uint64(part & 63)
+    width = bits.itemsize * 8
+    word = part // width
+    flag = np.uint64(1) << np.uint64(part % width)
     owned = 0
     total = 0
     for v in range(bits.shape[0]):
-        if bits[v, word] & flag:
+        if np.uint64(bits[v, word]) & flag:
             total += 1
             if owner[v] == part:
                 owned += 1
@@ -122,7 +135,7 @@ def _members(bits, owner, part):
     o = 0
     h = owned
     for v in range(bits.shape[0]):
-        if bits[v, word] & flag:
+        if np.uint64(bits[v, word]) & flag:
             if owner[v] == part:
                 nodes[o] = v
                 o += 1
@@ -133,26 +146,31 @@ def _members(bits, owner, part):
 
 
 @numba.njit(cache=True, nogil=True)
-def _local_csr(edges, nodes, local_of, indices):
+def _local_csr(edges, nodes, owned, local_of, cursor, indices):
     """Symmetric local CSR of a partition's edges (global ids, stream order) into `indices`.
 
-    Fills the reusable `local_of` for this partition's nodes first; returns indptr. Row entries
-    keep edge-stream order, as csr_from_edges does.
+    Fills the reusable `local_of` for this partition's nodes first; `cursor` (n zeros, int32
+    when the partition allows: half the cache footprint) counts degrees, then fill positions.
+    Row entries keep edge-stream order, as csr_from_edges does. Returns indptr and the cut edges
+    whose first endpoint is owned here (each cut edge is counted in exactly one partition).
     """
     n = nodes.shape[0]
     for position in range(n):
         local_of[nodes[position]] = position
-    indptr = np.zeros(n + 1, dtype=np.int64)
+    cut = 0
     for k in range(edges.shape[0]):
         a = local_of[edges[k, 0]]
         b = local_of[edges[k, 1]]
         edges[k, 0] = a
         edges[k, 1] = b
-        indptr[a + 1] += 1
-        indptr[b + 1] += 1
+        cursor[a] += 1
+        cursor[b] += 1
+        if a < owned and b >= owned:
+            cut += 1
+    indptr = np.zeros(n + 1, dtype=np.int64)
     for position in range(n):
-        indptr[position + 1] += indptr[position]
-    cursor = indptr[:-1].copy()
+        indptr[position + 1] = indptr[position] + cursor[position]
+        cursor[position] = indptr[position]
     for k in range(edges.shape[0]):
         a = edges[k, 0]
         b = edges[k, 1]
@@ -160,7 +178,7 @@ def _local_csr(edges, nodes, local_of, indices):
         cursor[a] += 1
         indices[cursor[b]] = a
         cursor[b] += 1
-    return indptr
+    return indptr, cut
 
 
 @numba.njit(cache=True, nogil=True)
@@ -170,13 +188,14 @@ def _group_rows(members, owner, start, stop, p):
     Returns the rows (relative to start) in group order, ascending within a group, and the
     2p + 1 group offsets.
     """
+    width = members.itemsize * 8
     offsets = np.zeros(2 * p + 1, dtype=np.int64)
     for v in range(start, stop):
         for w in range(members.shape[1]):
-            mask = members[v, w]
+            mask = np.uint64(members[v, w])
             while mask:
                 low = mask & (~mask + np.uint64(1))
-                part = w * 64 + _bit_index(low)
+                part = w * width + _bit_index(low)
                 offsets[2 * part + (1 if owner[v] != part else 0) + 1] += 1
                 mask ^= low
     for g in range(2 * p):
@@ -185,10 +204,10 @@ def _group_rows(members, owner, start, stop, p):
     rows = np.empty(offsets[-1], dtype=np.int64)
     for v in range(start, stop):
         for w in range(members.shape[1]):
-            mask = members[v, w]
+            mask = np.uint64(members[v, w])
             while mask:
                 low = mask & (~mask + np.uint64(1))
-                part = w * 64 + _bit_index(low)
+                part = w * width + _bit_index(low)
                 group = 2 * part + (1 if owner[v] != part else 0)
                 rows[cursor[group]] = v - start
                 cursor[group] += 1
@@ -258,14 +277,15 @@ def _scatter_rows(
 
 
 def _route_edges(store, owner, p, hops, tmp_dir, chunk_edges):
-    """Membership bitset, edge cut, each partition's edge count and its spill file.
+    """Membership bitset, each partition's edge count and its spill file.
 
     hops - 1 passes grow the "full" set (nodes within hops - 1 of O_i: all their edges are kept);
     one last pass appends every edge to the spill of each partition it belongs to and grows the
     members (the hops-hop set) by one more hop.
     """
-    words = (p + 63) // 64
-    full = _owned_bits(owner, words)
+    dtype = _word_dtype(p)
+    words = -(-p // (dtype.itemsize * 8))
+    full = _owned_bits(owner, np.zeros((len(owner), words), dtype=dtype))
     passes = 0
     for _ in range(hops - 1):
         grown = full.copy()
@@ -274,23 +294,25 @@ def _route_edges(store, owner, p, hops, tmp_dir, chunk_edges):
             _expand_chunk(chunk, full, grown)
         passes += stream.passes
         full = grown
-    members = full.copy()
+    state = np.concatenate([full, full], axis=1)  # full words, then member words, per node
+    del full
     edge_count = np.zeros(p, dtype=np.int64)
-    cut = 0
+    masks = np.empty((min(chunk_edges, store.num_edges), words), dtype=dtype)
     grouped = np.empty((0, 2), dtype=store.id_dtype)
     stream = store.edge_stream(chunk_edges)
     with ExitStack() as stack:
         spills = [stack.enter_context(open(tmp_dir / f"edges-{i}.bin", "wb")) for i in range(p)]
         for chunk in stream:
-            offsets = _route_offsets(chunk, full, p)
+            offsets = _route_masks(chunk, state, masks)[: p + 1]
             if offsets[-1] > len(grouped):  # reused across chunks; grows only for hops > 1
                 grouped = np.empty((int(offsets[-1]), 2), dtype=store.id_dtype)
-            cut += _route_fill(chunk, full, owner, offsets, grouped, members)
+            _route_scatter(chunk, masks, offsets, grouped)
             edge_count += np.diff(offsets)
             for i in range(p):
                 if offsets[i + 1] > offsets[i]:
                     spills[i].write(grouped[offsets[i] : offsets[i + 1]])
-    return members, edge_count, cut, passes + stream.passes
+    members = np.ascontiguousarray(state[:, words:])
+    return members, edge_count, passes + stream.passes
 
 
 def build_partitions(
@@ -307,13 +329,14 @@ def build_partitions(
     `node_data=False` writes the structure and local splits only (no feature or label rows).
     """
     owner = np.ascontiguousarray(owner, dtype=np.int32)
-    members, edge_count, cut, passes = _route_edges(store, owner, p, hops, out_dir, chunk_edges)
+    members, edge_count, passes = _route_edges(store, owner, p, hops, out_dir, chunk_edges)
     role = _role_array(store)
     local_of = np.empty(store.num_nodes, dtype=np.int32 if store.num_nodes < 2**31 else np.int64)
     sizes = [_write_structure(store, owner, members, role, local_of, i, out_dir) for i in range(p)]
     del local_of
     if node_data:
         _write_node_data(store, owner, members, sizes, out_dir)
+    cut = sum(size.pop("cut") for size in sizes)
     return _metrics(store, owner, p, sizes, edge_count, cut, role, passes)
 
 
@@ -326,8 +349,9 @@ def _write_structure(store, owner, members, role, local_of, i, out_dir) -> dict:
     edges = np.fromfile(spill, dtype=store.id_dtype).reshape(-1, 2)
     spill.unlink()
     indices = np.empty(2 * len(edges), dtype=np.int32 if len(nodes) < 2**31 else np.int64)
-    indptr = _local_csr(edges, nodes, local_of, indices)
-    del edges
+    cursor = np.zeros(len(nodes), dtype=np.int32 if len(indices) < 2**31 else np.int64)
+    indptr, cut = _local_csr(edges, nodes, owned, local_of, cursor, indices)
+    del edges, cursor
     np.save(part_dir / "nodes.npy", nodes)
     np.save(part_dir / "indptr.npy", indptr)
     np.save(part_dir / "indices.npy", indices)
@@ -344,7 +368,7 @@ def _write_structure(store, owner, members, role, local_of, i, out_dir) -> dict:
         "num_train": int(len(split["train"])),
     }
     (part_dir / "meta.json").write_text(json.dumps(info, indent=2))
-    return info
+    return {**info, "cut": cut}
 
 
 def _write_node_data(store, owner, members, sizes, out_dir) -> None:
