@@ -1,0 +1,91 @@
+"""The GNN-ready step against SPRING's own partitioning time on the same graph.
+
+Gate (not slow, 2 M edges): build_partitions (structure-only book, p=8) over SPRING, timed back to
+back in this process (paired_ratio); more than SPEED_MAX_FACTOR x the committed ratio in
+bench/baselines/speed.json fails.
+
+Slow (20 M edges): the real partition stage (a fresh process under memray), structure-only and
+full book; `extra_info` records whole stage / partition time and GNN-ready / partition time.
+
+    pytest bench/test_gnn_ready.py -m slow -s
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from gnnbench.partition.base import PARTITIONERS, algorithm_params
+from gnnbench.partition.book import book_path
+from gnnbench.partition.gnn_ready import build_partitions
+from gnnbench.partition.stage import run_partition_stage
+from gnnbench.track.gates import paired_ratio
+
+from .conftest import make_power_law_store
+from .test_partitioner_throughput import partitioner_config
+
+GATE_EDGES = 2_000_000
+SLOW_EDGES = 20_000_000
+P = 8
+
+
+def build_once(store, owner) -> None:
+    """One structure-only GNN-ready step into a fresh directory (removed afterwards)."""
+    out = Path(tempfile.mkdtemp(prefix="gnn-ready-bench-"))
+    try:
+        build_partitions(store, owner, P, out, 1, 1 << 20, node_data=False)
+    finally:
+        shutil.rmtree(out)
+
+
+def test_gnn_ready_vs_spring(benchmark, speed_gates):
+    store = make_power_law_store(GATE_EDGES)
+    os.sync()  # a just-generated store's dirty pages would otherwise be written back mid-timing
+    spring = PARTITIONERS.get("spring")
+    params = algorithm_params(partitioner_config("spring"))
+    owner = spring(store, P, 0, params).owner  # also compiles SPRING outside the timing
+    build_once(store, owner)  # compile the GNN-ready kernels outside the timing
+    benchmark.pedantic(build_once, args=(store, owner), rounds=3, warmup_rounds=0)
+    ratio = paired_ratio(lambda: build_once(store, owner), lambda: spring(store, P, 0, params))
+    benchmark.extra_info.update(edges=store.num_edges, spring_partition_times=ratio)
+    speed_gates.check({f"gnn_ready/powerlaw-2M/p{P}/spring_partition_times": ratio}, "speed")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("node_data", [False, True], ids=["structure", "full"])
+def test_stage_at_20m(benchmark, node_data):
+    store = make_power_law_store(SLOW_EDGES)
+    os.sync()
+    config = partitioner_config("spring")
+    stage_seconds = []
+
+    def fresh_stage():
+        """The whole partition stage as a run sees it, never served from the book cache."""
+        for full in (True, False):
+            path = book_path(store.name, store.fingerprint, config, P, 0, full)
+            shutil.rmtree(path, ignore_errors=True)
+        started = time.perf_counter()
+        book, cached = run_partition_stage(store, config, P, 0, node_data)
+        stage_seconds.append(time.perf_counter() - started)
+        assert not cached
+        return book
+
+    shutil.rmtree(fresh_stage().path)  # page cache and JIT cache warm, as in a sweep
+    book = benchmark.pedantic(fresh_stage, rounds=1, warmup_rounds=0)
+    metrics = book.meta["metrics"]
+    shutil.rmtree(book.path)
+    benchmark.extra_info.update(
+        edges=store.num_edges,
+        partition_time_s=metrics["partition_time_s"],
+        gnn_ready_time_s=metrics["gnn_ready_time_s"],
+        gnn_ready_peak_mb=metrics["gnn_ready_peak_mb"],
+        stage_wall_s=stage_seconds[-1],
+        whole_run_over_partition=stage_seconds[-1] / metrics["partition_time_s"],
+        gnn_ready_over_partition=metrics["gnn_ready_time_s"] / metrics["partition_time_s"],
+    )
+    print(f"\n{'full' if node_data else 'structure'} book: {benchmark.extra_info}")
