@@ -248,3 +248,19 @@ def test_balance_violation_is_tagged(tmp_path, gnnbench_home):
     assert "balance_violation" in found[0].data.tags
     assert "partitioner.max_vertex_balance" in found[0].data.tags["balance_violation"]
     assert "balance violation" in completed.stdout + completed.stderr
+
+
+@pytest.mark.fault("bad input: an npz whose CSR arrays disagree with its shape")
+def test_npz_shape_message_shows_plain_numbers(tmp_path, gnnbench_home):
+    """The one-line error names the shape as (200, 200), not (np.int64(200), np.int64(200))."""
+    path = tmp_path / "bad.npz"
+    np.savez(
+        path,
+        adj_data=np.ones(3),
+        adj_indices=np.array([1, 2, 0]),
+        adj_indptr=np.array([0, 1, 3]),  # 3 entries: a 2-row matrix, not 200 rows
+        adj_shape=np.array([200, 200]),
+    )
+    with pytest.raises(DataError) as error:
+        prepare_dataset({"name": "bad", "source": "npz", "path": str(path)})
+    assert "shape (200, 200)" in str(error.value) and "np.int64" not in str(error.value)

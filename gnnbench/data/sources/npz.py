@@ -89,7 +89,7 @@ def csr_from_keys(npz: NpzArrays, prefix: str) -> sp.csr_matrix:
         or indptr[-1] != len(data)
     ):
         raise DataError(
-            f"{npz.path}: '{prefix}_*' arrays do not form a CSR matrix of shape {tuple(shape)}"
+            f"{npz.path}: '{prefix}_*' arrays do not form a CSR matrix of shape {tuple(int(v) for v in shape)}"
         )
     if len(indices) and (indices.min() < 0 or indices.max() >= shape[1]):
         raise DataError(f"{npz.path}: '{prefix}_indices' holds column ids outside [0, {shape[1]})")
