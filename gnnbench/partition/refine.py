@@ -22,6 +22,7 @@ known), in edges.
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Any
 
@@ -114,6 +115,7 @@ def refine(store: GraphStore, owner: np.ndarray, p: int, passes: int) -> dict[st
             moves += block_moves
             gain += block_gain
             cut += block_cut
+        block = None  # drop the last window before the next pass maps its first
         if i == 1:
             stats["refine_cut_0"] = int(cut)
         cut -= gain
@@ -149,9 +151,10 @@ def prepare_refine(store: GraphStore) -> None:
 
 
 def _warm_up() -> None:
-    """Compile the kernel for both id widths on a 3-node path."""
-    for dtype in (np.int32, np.int64):
+    """Compile the kernel for both id widths, read-only (mapped windows) or not, on a path."""
+    for dtype, writeable in itertools.product((np.int32, np.int64), (True, False)):
         indices = np.array([1, 0, 2, 1], dtype=dtype)
+        indices.setflags(write=writeable)
         owner = np.array([0, 1, 1], dtype=np.int32)
         _refine_block(
             np.arange(3, dtype=np.int64),

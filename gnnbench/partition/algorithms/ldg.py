@@ -134,6 +134,7 @@ def node_stream_partition(
                 alpha,
                 gamma,
             )
+        block = None  # drop the last window before the next pass maps its first
         if t > 1:
             stats[f"restream_moves_{t}"] = int(moves)
     stats |= {
