@@ -4,20 +4,25 @@ Partition i holds its owned nodes O_i and their k-hop neighbourhood, with every 
 node within k-1 hops of O_i (k = 1: every edge incident to O_i); nodes are owned ascending, then
 halo ascending, and each local CSR row keeps its neighbours in edge-stream order.
 
-Passes over the edge stream: k for membership (the last one also counts the cut and each
-partition's edges), one more routing every edge into a spill file per partition (a counting sort
-per chunk). Each partition is then built alone from its spill with compiled kernels: a reusable
-global->local array, degree counting, CSR fill. Feature and label rows are copied in one
-sequential pass over each store file, every row written straight to each partition holding it.
-Peak memory: |V| ceil(p/64) 8 bytes for each of two bitsets, + 4|V| for the global->local array,
-+ the largest partition (its spill, 16 E_i for edges and CSR, 8 n_i for nodes and indptr), + one
-chunk and one 64 MB row window; never O(|E|) of the whole graph.
+Passes over the edge stream: hops - 1 growing the "full" set (nodes within hops-1 of O_i, whose
+edges are all kept), then one that grows the members by the last hop and routes every edge into a
+spill file per partition (a counting sort per chunk). Partitions are then built from their spills,
+STRUCTURE_WORKERS at a time, by compiled kernels: a reusable global->local array, degree
+counting, CSR fill. Feature and label rows are copied in one sequential pass over each store
+file, every row written straight into each partition holding it.
+
+Peak memory, with b = the narrowest word holding p bits (1 byte for p <= 8; ceil(p/64) 8-byte
+words beyond 64): 2 b |V| (full and member bits), + 4 |V| per worker (global->local), + per worker
+one partition (16 E_i for its spilled edges and CSR indices, 20 n_i for nodes, indptr, degrees),
++ one chunk of edges and masks, + one 64 MB row window. Never O(|E|) of the whole graph.
 """
 
 from __future__ import annotations
 
 import io
 import json
+import os
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -28,6 +33,7 @@ from gnnbench.data.store import GraphStore, NpyLayout
 
 ROLE_TRAIN, ROLE_VAL, ROLE_TEST = 1, 2, 3
 ROW_WINDOW_BYTES = 64 << 20  # rows of a feature/label file read at once
+STRUCTURE_WORKERS = 2  # partitions built at once (threads); each holds one partition in memory
 
 # De Bruijn table: index of the single set bit of a uint64 in one multiply and one lookup.
 _DEBRUIJN = np.uint64(0x03F79D71B4CB0A89)
@@ -118,7 +124,7 @@ def _route_scatter(edges, masks, offsets, grouped):
                 mask ^= low
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _members(bits, owner, part):
     """Owned nodes of `part`, then its other members (halo), each in ascending id order."""
     width = bits.itemsize * 8
@@ -331,13 +337,31 @@ def build_partitions(
     owner = np.ascontiguousarray(owner, dtype=np.int32)
     members, edge_count, passes = _route_edges(store, owner, p, hops, out_dir, chunk_edges)
     role = _role_array(store)
-    local_of = np.empty(store.num_nodes, dtype=np.int32 if store.num_nodes < 2**31 else np.int64)
-    sizes = [_write_structure(store, owner, members, role, local_of, i, out_dir) for i in range(p)]
-    del local_of
+    workers = max(1, min(p, STRUCTURE_WORKERS, _usable_cpus()))
+
+    def build_every(first: int) -> dict[int, dict]:
+        """Partitions first, first + workers, ...: one reusable global->local array per worker."""
+        local_of = np.empty(store.num_nodes, np.int32 if store.num_nodes < 2**31 else np.int64)
+        return {
+            i: _write_structure(store, owner, members, role, local_of, i, out_dir)
+            for i in range(first, p, workers)
+        }
+
+    built: dict[int, dict] = {}
+    with ThreadPoolExecutor(workers) as pool:  # the kernels and file I/O release the GIL
+        for done in pool.map(build_every, range(workers)):
+            built.update(done)
+    sizes = [built[i] for i in range(p)]
     if node_data:
         _write_node_data(store, owner, members, sizes, out_dir)
     cut = sum(size.pop("cut") for size in sizes)
     return _metrics(store, owner, p, sizes, edge_count, cut, role, passes)
+
+
+def _usable_cpus() -> int:
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
 
 
 def _write_structure(store, owner, members, role, local_of, i, out_dir) -> dict:
