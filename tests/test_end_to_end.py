@@ -180,7 +180,10 @@ def test_sweep_parent_failures_and_resume(tmp_path, gnnbench_home):
     assert {r.data.tags.get("error_type") for r in jobs if r.info.status == "FAILED"} == {
         "ConfigError"
     }
-    assert (next(tmp_path.glob("multirun/*/*/report/report.md"))).is_file()
+    sweep_id = parents[0].data.tags["sweep_id"]
+    report = tmp_path / "reports" / sweep_id / "report.md"
+    assert report.is_file() and f"; report: {report}" in first.stderr  # one place, printed
+    assert not list(tmp_path.glob("multirun/*/*/report"))
 
     again = gnnbench(tmp_path, *SWEEP)
 

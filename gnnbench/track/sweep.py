@@ -233,7 +233,9 @@ class SweepCallback(Callback):
         ACTIVE.append(self)
         self.started_ms = int(time.time() * 1000)
         log.info("sweep %s: %d jobs, parent run %s", sweep_id, total, parent)
-        report_dir = Path(config.hydra.sweep.dir) / "report"
+        # one place for a sweep's report, where `gnnbench report` writes it too: reports/<sweep id>
+        # in the working directory (beside the default store, sqlite:///mlflow.db)
+        report_dir = Path("reports").resolve() / sweep_id
         self.report_args = (config.tracking.uri, experiment, sweep_id, report_dir)
 
     def on_multirun_end(self, config, **kwargs) -> None:
