@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from gnnbench.track.report import main as _main
+from gnnbench.track.report.cli import main as _main
 
 
 def main(argv: list[str] | None = None) -> int:

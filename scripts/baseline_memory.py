@@ -16,7 +16,7 @@ import pandas as pd
 from experiment_tables import sweep, table_arguments, write_table_doc
 
 from gnnbench.paths import REPO_ROOT
-from gnnbench.track.report import _client, _experiment_id, _search_all
+from gnnbench.track.report.query import experiment_runs
 
 DOC = REPO_ROOT / "docs" / "baseline_memory.md"
 BASELINES = ("metis", "pyg_metis", "distdgl_metis")
@@ -25,9 +25,8 @@ PARTITIONERS = ("spring", *BASELINES)
 
 def runs_frame(tracking_uri: str, experiment: str) -> pd.DataFrame:
     """Newest job run per (dataset, partitioner): status, sizes, memory metrics, error."""
-    client = _client(tracking_uri)
     rows, seen = [], set()
-    for run in _search_all(client, _experiment_id(client, experiment, tracking_uri), ""):
+    for run in experiment_runs(tracking_uri, experiment):
         params, metrics = run.data.params, run.data.metrics
         key = (params.get("dataset.name"), params.get("partitioner.name"))
         if run.data.tags.get("gnnbench.role") != "job" or key in seen:

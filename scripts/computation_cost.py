@@ -14,7 +14,7 @@ import pandas as pd
 from experiment_tables import sweep, table_arguments, write_table_doc
 
 from gnnbench.paths import REPO_ROOT
-from gnnbench.track.report import collect
+from gnnbench.track.report.tables import collect
 
 DOC = REPO_ROOT / "docs" / "computation_cost.md"
 AXES = ["dataset.name", "train.fanouts", "train.batches_per_epoch", "train.batching"]

@@ -1,0 +1,211 @@
+"""Reading runs back from an MLflow store: the public API of the report, the scripts and the
+notebook (open a store, find an experiment, search all its runs, load one sweep)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gnnbench.errors import GnnbenchError
+from gnnbench.track.mlflow_run import HEADLINE_METRICS
+
+if TYPE_CHECKING:
+    from mlflow import MlflowClient
+
+DEFAULT_AXES = ("dataset.name", "partitioner.name", "p")
+# The params a sweep may vary; the report's axes are those whose values differ across its jobs.
+AXES = (
+    "dataset.name",
+    "partitioner.name",
+    "p",
+    "sync_interval",
+    "num_gpus",
+    "train.mode",
+    "model.name",
+    "seed",
+)
+SWEEP_METRICS = HEADLINE_METRICS
+ROLE_TAG = "gnnbench.role"
+
+
+@dataclass
+class Sweep:
+    """One sweep as the report sees it: the parent run and one row per job (its newest run)."""
+
+    sweep_id: str
+    parent_run_id: str
+    overrides: str
+    status: str
+    rows: list[dict] = field(default_factory=list)
+    axes: list[str] = field(default_factory=list)
+    tracking_uri: str = ""
+    experiment: str = ""
+
+
+def open_store(tracking_uri: str) -> MlflowClient:
+    """A client of an existing store (MLflow would create an empty SQLite file for a wrong path)."""
+    import mlflow
+
+    if tracking_uri.startswith("sqlite:///"):
+        path = Path(tracking_uri.removeprefix("sqlite:///").split("?", 1)[0])
+        if str(path) != ":memory:" and not path.is_file():
+            raise GnnbenchError(f"{tracking_uri}: no MLflow store at {path.resolve()}")
+    return mlflow.MlflowClient(tracking_uri=tracking_uri)
+
+
+def find_experiment(client, experiment: str, tracking_uri: str) -> str:
+    """The id of the named experiment; a one-line error naming the store when it is absent."""
+    from gnnbench.track.mlflow_run import retrying
+
+    found = retrying(client.get_experiment_by_name, experiment)
+    if found is None:
+        raise GnnbenchError(f"no experiment '{experiment}' in {tracking_uri}")
+    return found.experiment_id
+
+
+def search_runs(
+    client, experiment_id: str, filter_string: str, max_results: int | None = None
+) -> list:
+    """Every run matching the filter, newest first (MLflow pages at 1000 runs)."""
+    from gnnbench.track.mlflow_run import retrying
+
+    runs: list = []
+    token = None
+    while True:
+        page = retrying(
+            client.search_runs,
+            [experiment_id],
+            filter_string=filter_string,
+            order_by=["attributes.start_time DESC"],
+            max_results=min(max_results or 1000, 1000),
+            page_token=token,
+        )
+        runs.extend(page)
+        token = page.token
+        if not token or (max_results and len(runs) >= max_results):
+            return runs[:max_results] if max_results else runs
+
+
+def experiment_runs(tracking_uri: str, experiment: str, filter_string: str = "") -> list:
+    """Every run of an experiment of an existing store matching the filter, newest first."""
+    client = open_store(tracking_uri)
+    return search_runs(client, find_experiment(client, experiment, tracking_uri), filter_string)
+
+
+def _quote(text: str) -> str:
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def find_parent(client, experiment_id: str, sweep_id: str | None, tracking_uri: str = ""):
+    """The sweep's parent run; the most recently started parent when sweep_id is None."""
+    where = f"tags.`{ROLE_TAG}` = 'parent'"
+    if sweep_id:
+        where += f" and tags.sweep_id = {_quote(sweep_id)}"
+    found = search_runs(client, experiment_id, where, max_results=1)
+    if not found:
+        what = f"sweep '{sweep_id}'" if sweep_id else "sweep"
+        raise GnnbenchError(f"no parent run of a {what} in {tracking_uri or 'the store'}")
+    return found[0]
+
+
+def newest_per_job(runs: Iterable) -> list:
+    """The newest run of each job (its `run_key` tag; a run without one stands alone)."""
+    newest: dict[str, Any] = {}
+    for run in sorted(runs, key=lambda run: run.info.start_time or 0, reverse=True):
+        newest.setdefault(run.data.tags.get("run_key", run.info.run_id), run)
+    return list(newest.values())
+
+
+def skipped_runs(client, parent) -> list:
+    """The FINISHED runs the sweep's jobs repeated, where resume skipped them (tags
+    `skipped.<run_key>` on the parent); a run deleted since is left out."""
+    from mlflow.exceptions import MlflowException
+
+    from gnnbench.track.mlflow_run import retrying
+    from gnnbench.track.sweep import SKIPPED_TAG
+
+    found = []
+    for tag, run_id in parent.data.tags.items():
+        if tag.startswith(SKIPPED_TAG):
+            try:
+                found.append(retrying(client.get_run, run_id))
+            except MlflowException:
+                continue
+    return found
+
+
+def run_row(run, metrics: Sequence[str] = SWEEP_METRICS) -> dict:
+    """A job as a flat row: run id, status, axes (param text), metrics (None if absent), error."""
+    row: dict[str, Any] = {"run_id": run.info.run_id, "status": run.info.status}
+    row.update({axis: run.data.params.get(axis) for axis in AXES})
+    row.update({metric: run.data.metrics.get(metric) for metric in metrics})
+    error = run.data.tags.get("error")
+    if error is None and run.info.status != "FINISHED":
+        error = run.data.tags.get("error_type")
+    row["error"] = error
+    return row
+
+
+def swept_axes(rows: Sequence[dict], candidates: Sequence[str] = AXES) -> list[str]:
+    """The candidate axes whose values differ across rows; dataset, partitioner, p if none do."""
+    varying = [axis for axis in candidates if len({row.get(axis) for row in rows}) > 1]
+    return varying or [axis for axis in DEFAULT_AXES if axis in candidates]
+
+
+def load_sweep(
+    tracking_uri: str, experiment: str = "gnnbench", sweep_id: str | None = None
+) -> Sweep:
+    """Read one sweep (the latest when sweep_id is None): its parent and its jobs' rows."""
+    client = open_store(tracking_uri)
+    experiment_id = find_experiment(client, experiment, tracking_uri)
+    parent = find_parent(client, experiment_id, sweep_id, tracking_uri)
+    sweep_id = parent.data.tags["sweep_id"]
+    children = search_runs(
+        client,
+        experiment_id,
+        f"tags.sweep_id = {_quote(sweep_id)} and tags.`{ROLE_TAG}` = 'job'",
+    )
+    own = {run.info.run_id for run in children}
+    others = [run for run in skipped_runs(client, parent) if run.info.run_id not in own]
+    rows = [run_row(run) for run in newest_per_job([*children, *others])]
+    outside = {run.info.run_id for run in others}
+    for row in rows:
+        row["skipped"] = row["run_id"] in outside
+    axes = swept_axes(rows)
+    rows.sort(key=lambda row: tuple(sort_key(row.get(axis)) for axis in axes))
+    return Sweep(
+        sweep_id=sweep_id,
+        parent_run_id=parent.info.run_id,
+        overrides=parent.data.params.get("overrides", ""),
+        status=parent.info.status,
+        rows=rows,
+        axes=axes,
+        tracking_uri=tracking_uri,
+        experiment=experiment,
+    )
+
+
+def sort_key(value: Any) -> tuple:
+    """Orders param text numerically where it is a number, after that as text."""
+    text = "" if value is None else str(value)
+    as_number = number(text)
+    return (0, as_number, "") if as_number is not None else (1, 0, text)
+
+
+def number(value: Any) -> float | int | None:
+    """A param's text as a number (int where it is one), or None."""
+    if value is None:
+        return None
+    text = str(value).strip()
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        number = float(text)
+    except ValueError:
+        return None
+    return number if math.isfinite(number) else None
