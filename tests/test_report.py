@@ -126,7 +126,9 @@ def test_bars_that_cannot_differ_are_left_out_with_a_note():
     apart = [
         dict(row, partition_rss_mb=300.0 * row_number) for row_number, row in enumerate(rows, 1)
     ]
-    assert len(plot_peak_memory(apart).figure.axes) == 2  # RSS that differs is drawn
+    drawn = plot_peak_memory(apart)
+    assert len(drawn.figure.axes) == 2  # RSS that differs is drawn, with what it measures
+    assert drawn.note.startswith("max RSS is the whole partition process's (interpreter")
 
 
 def test_a_band_is_drawn_where_the_subtitle_promises_one():

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -125,6 +125,10 @@ class Plot:
     note: str = ""
 
 
+RSS_NOTE = (
+    "max RSS is the whole partition process's (interpreter, imports and compiled kernels "
+    "included): the heap peak is the algorithm's own memory"
+)
 # Bars of a metric whose values all lie within this fraction of their largest cannot show a
 # difference (max RSS of a partition process is mostly the interpreter and its imports).
 FLAT_FRACTION = 0.02
@@ -287,11 +291,16 @@ def _bar_data(rows: Sequence[dict], metrics: Sequence[str]) -> tuple[dict, list[
 
 
 def bar_figure(
-    rows: Sequence[dict], metrics: Sequence[str], title: str, subtitle: str = ""
+    rows: Sequence[dict],
+    metrics: Sequence[str],
+    title: str,
+    subtitle: str = "",
+    explain: Mapping[str, str] | None = None,
 ) -> Plot:
     """Metric(s) per partitioner as grouped bars, one bar per p (mean over the other axes, range
     as an error bar where they differ); a row of panels per dataset, a column per metric. A
-    metric whose bars all lie within FLAT_FRACTION of each other is left out, with a note."""
+    metric whose bars all lie within FLAT_FRACTION of each other is left out, with a note;
+    `explain` adds a note for a metric that is drawn."""
     data, notes = _bar_data(rows, metrics)
     if not data:
         return Plot(None, "; ".join(notes) or f"no FINISHED job with {' or '.join(metrics)}")
@@ -309,6 +318,7 @@ def bar_figure(
             ax.grid(True, axis="y", alpha=0.3)
     figure.suptitle(_title(title, subtitle))
     _legend(figure, grid, "partitions")
+    notes += [(explain or {})[metric] for metric in data if metric in (explain or {})]
     return Plot(figure, "; ".join(notes))
 
 
@@ -331,6 +341,7 @@ def plot_peak_memory(rows, axes=None, subtitle: str = "") -> Plot:
         ["partition_peak_mb", "partition_rss_mb"],
         "Partitioning memory per partitioner",
         subtitle=subtitle,
+        explain={"partition_rss_mb": RSS_NOTE},
     )
 
 
