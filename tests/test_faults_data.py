@@ -148,7 +148,11 @@ def test_full_disk_is_checked_before_writing_edges(tmp_path, gnnbench_home, monk
     edges = tmp_path / "edges.txt"
     edges.write_text("0 1\n1 2\n2 3\n")
     Usage = namedtuple("Usage", "total used free")
-    monkeypatch.setattr("gnnbench.data.import_checks.shutil.disk_usage", lambda _: Usage(1, 1, 10))
+    free = iter([1000])  # room for the raw edge chunk, then 10 bytes left
+
+    monkeypatch.setattr(
+        "gnnbench.data.import_checks.shutil.disk_usage", lambda _: Usage(1, 1, next(free, 10))
+    )
     with pytest.raises(DataError, match=r"graphs: not enough disk space for edges\.bin "
                        r"\(needs 24 bytes, 10 free\)"):  # fmt: skip
         prepare_dataset({"name": "full", "source": "edgelist", "path": str(edges)})
@@ -178,3 +182,22 @@ def test_node_count_beyond_64_bit_keys_is_refused(tmp_path, gnnbench_home, monke
     with pytest.raises(DataError, match=r"num_nodes=4000000000: at most 3037000499 nodes"):
         prepare_dataset(dataset)
     assert no_leftovers(gnnbench_home)
+
+
+@pytest.mark.parametrize("step", ["raw_edges.bin", "feat.npy"])
+def test_disk_space_is_checked_before_each_known_size_write(step, tmp_path, monkeypatch):
+    """Edge chunks and the feature matrix (a memory map: a full disk there would be SIGBUS)."""
+    from gnnbench.data.builder import GraphStoreBuilder
+
+    Usage = namedtuple("Usage", "total used free")
+    dest = tmp_path / "graphs" / "store"
+    with pytest.raises(DataError, match=rf"graphs: not enough disk space for {step} \(needs "):
+        with GraphStoreBuilder(dest, "g", "test") as builder:
+            builder.add_edges(np.array([[0, 1]]), origin="edges")
+            monkeypatch.setattr(
+                "gnnbench.data.import_checks.shutil.disk_usage", lambda _: Usage(1, 1, 100)
+            )
+            if step == "raw_edges.bin":
+                builder.add_edges(np.zeros((10, 2), dtype=np.int64), origin="edges")
+            builder.open_features(1000, 8)
+    assert not any((tmp_path / "graphs").iterdir())

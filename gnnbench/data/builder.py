@@ -23,6 +23,7 @@ from gnnbench.atomic import atomic_directory
 from gnnbench.data.canonical import write_canonical_edges
 from gnnbench.data.graph_ops import streaming_degree
 from gnnbench.data.import_checks import (
+    check_disk_space,
     check_node_memory,
     compact_labels,
     nonfinite_policy,
@@ -123,6 +124,7 @@ class GraphStoreBuilder:
             raise DataError(
                 f"{origin}: node id {high} out of range (expected ids in [0, {self.num_nodes}))"
             )
+        check_disk_space(self.tmp, edges.shape[0] * 16, "raw_edges.bin")
         np.ascontiguousarray(edges, dtype="<i8").tofile(self._raw)
         self._chunks += 1
 
@@ -131,15 +133,24 @@ class GraphStoreBuilder:
         features = np.asarray(features)
         if features.ndim != 2:
             raise DataError(f"{self.source}: features must be 2-D, got shape {features.shape}")
+        check_disk_space(self.tmp, features.shape[0] * features.shape[1] * 4, "feat.npy")
         np.save(self.tmp / "feat.npy", np.ascontiguousarray(features, dtype=np.float32))
         self._feature_dim = int(features.shape[1])
 
     def open_features(self, num_nodes: int, dim: int) -> np.ndarray:
-        """A writable (N, F) float32 memory map for generators that fill features in chunks."""
+        """A writable (N, F) float32 memory map for generators that fill features in chunks.
+
+        Its blocks are reserved up front: a full disk under a memory map is a SIGBUS crash, not
+        an error.
+        """
         self._feature_dim = int(dim)
-        return np.lib.format.open_memmap(
+        check_disk_space(self.tmp, int(num_nodes) * int(dim) * 4, "feat.npy")
+        features = np.lib.format.open_memmap(
             self.tmp / "feat.npy", mode="w+", dtype=np.float32, shape=(num_nodes, dim)
         )
+        with open(self.tmp / "feat.npy", "r+b") as handle:
+            os.posix_fallocate(handle.fileno(), 0, os.fstat(handle.fileno()).st_size)
+        return features
 
     def set_labels(self, labels: np.ndarray, multilabel: bool = False) -> None:
         labels = np.asarray(labels)
