@@ -6,13 +6,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import CORA, RAW_DIR, requires_dataset
 
 from gnnbench.data import canonical
 from gnnbench.data.datasets import dataset_key, prepare_dataset
 from gnnbench.errors import ConfigError, DataError
 
-RAW_DIR = Path(__file__).resolve().parents[2] / "shared" / "datasets"
-needs_raw = pytest.mark.skipif(not RAW_DIR.is_dir(), reason=f"{RAW_DIR} not present")
+needs_raw = requires_dataset(CORA, "npz/amazon_cs.npz", "snap/email-Enron.txt.gz")
 TINY_BUDGET_GB = 1e-5  # ~10 kB: a hundred or more bucket files and many raw chunks
 STORE_FILES = ("edges.bin", "degree.npy", "original_ids.npy", "label.npy", "split.npz")
 
