@@ -265,20 +265,24 @@ def _scatter_rows(
         handles = [stack.enter_context(open(path, "wb")) for path in paths]
         for handle, header in zip(handles, headers, strict=True):
             handle.write(header)
+        # a group holds each row of a window at most once: one reused buffer, no allocation per
+        # group (fresh pages for every gathered block cost as much as the copy itself)
+        buffer = np.empty((min(window_rows, layout.shape[0]), *row_dims), dtype=dtype)
         for start in range(0, layout.shape[0], window_rows):
             stop = min(layout.shape[0], start + window_rows)
             window = np.asarray(layout.window(start, stop))
             rows, offsets = _group_rows(members, owner, start, stop, p)
             for group in range(2 * p):
-                if offsets[group + 1] == offsets[group]:
+                count = int(offsets[group + 1] - offsets[group])
+                if count == 0:
                     continue
-                block = np.ascontiguousarray(
-                    window[rows[offsets[group] : offsets[group + 1]]], dtype=dtype
-                )
+                block = buffer[:count]
+                chosen = rows[offsets[group] : offsets[group + 1]]
+                np.take(window, chosen, axis=0, out=block, mode="clip")  # "raise" would buffer
                 handle = handles[group // 2]
                 handle.seek(len(headers[group // 2]) + int(cursors[group]) * row_bytes)
                 handle.write(block)
-                cursors[group] += len(block)
+                cursors[group] += count
             del window
 
 
