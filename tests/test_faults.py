@@ -236,18 +236,21 @@ def test_sweep_without_parent_fails_loudly(tmp_path, gnnbench_home):
 @pytest.mark.fault("partition: owners break the partitioner's stated balance bound")
 def test_balance_violation_is_tagged(tmp_path, gnnbench_home):
     """A partition whose vertex_balance exceeds its bound is tagged balance_violation on the run
-    (here hash with the shared bound set below what hashing reaches)."""
+    and shown in the sweep's end line and report (here hash with the shared bound set below what
+    hashing reaches)."""
     from test_end_to_end import runs
 
     completed = gnnbench(
-        tmp_path, "dataset=synthetic", "dataset.num_nodes=3000", "partitioner=hash", "p=8",
-        "train=none", "partitioner.max_vertex_balance=1.0",
+        tmp_path, "-m", "dataset=synthetic", "dataset.num_nodes=3000", "partitioner=hash",
+        "p=4,8", "train=none", "partitioner.max_vertex_balance=1.0",
     )  # fmt: skip
     assert completed.returncode == 0, completed.stderr[-2000:]
     _, found = runs(tmp_path)
-    assert "balance_violation" in found[0].data.tags
+    assert len(found) == 2 and all("balance_violation" in r.data.tags for r in found)
     assert "partitioner.max_vertex_balance" in found[0].data.tags["balance_violation"]
-    assert "balance violation" in completed.stdout + completed.stderr
+    assert "2 balance violation(s)" in completed.stderr
+    report = next((tmp_path / "reports").glob("*/report.md")).read_text()
+    assert "balance_violation" in report
 
 
 @pytest.mark.fault("bad input: an npz whose CSR arrays disagree with its shape")

@@ -185,7 +185,11 @@ class SweepTracker:
             f"{run.data.tags.get('error', '')}"
             for run in failed
         ]
-        return lines, _counts(finished, list(skipped.values()), len(failed))
+        unbalanced = [run.info.run_name for run in latest if "balance_violation" in run.data.tags]
+        counts = _counts(finished, list(skipped.values()), len(failed))
+        if unbalanced:  # finished, but outside their partitioner's balance bound
+            counts += f", {len(unbalanced)} balance violation(s): {', '.join(unbalanced[:5])}"
+        return lines, counts
 
 
 def _counts(finished: int, skipped: list[str], failed: int) -> str:

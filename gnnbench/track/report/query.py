@@ -146,6 +146,7 @@ def run_row(run, metrics: Sequence[str] = SWEEP_METRICS) -> dict:
     if error is None and run.info.status != "FINISHED":
         error = run.data.tags.get("error_type")
     row["error"] = error
+    row["balance_violation"] = run.data.tags.get("balance_violation")
     return row
 
 

@@ -84,12 +84,13 @@ def table(sweep: Sweep) -> tuple[list[dict], list[str]]:
     """Rows and columns of the sweep's table: swept axes, status, metrics logged by any job, error."""
     metrics = [m for m in SWEEP_METRICS if any(row.get(m) is not None for row in sweep.rows)]
     columns = [*sweep.axes, "status", *metrics]
-    if any(row.get("error") for row in sweep.rows):
-        columns.append("error")
+    columns += [
+        key for key in ("balance_violation", "error") if any(r.get(key) for r in sweep.rows)
+    ]
     return sweep.rows, columns
 
 
-CSV_COLUMNS = ("run_id", "status", *AXES, *SWEEP_METRICS, "error", "skipped")
+CSV_COLUMNS = ("run_id", "status", *AXES, *SWEEP_METRICS, "balance_violation", "error", "skipped")
 
 
 def report_markdown(sweep: Sweep, plots: dict[str, Plot]) -> str:
