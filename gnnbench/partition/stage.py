@@ -27,8 +27,20 @@ from gnnbench import lifecycle
 from gnnbench.atomic import atomic_directory
 from gnnbench.data.store import GraphStore
 from gnnbench.errors import DataError, GnnbenchError, OutOfMemory, error_record, from_record
-from gnnbench.partition.base import PARTITIONERS, algorithm_params, check_num_parts
-from gnnbench.partition.book import PartitionBook, book_path, is_complete
+from gnnbench.partition.base import (
+    PARTITIONERS,
+    algorithm_params,
+    algorithm_version,
+    check_num_parts,
+    vertex_balance_bound,
+)
+from gnnbench.partition.book import (
+    FORMAT_VERSION,
+    PartitionBook,
+    book_path,
+    manifest,
+    open_verified,
+)
 from gnnbench.partition.gnn_ready import build_partitions
 from gnnbench.partition.memory_limit import (
     apply_memory_limit,
@@ -62,8 +74,9 @@ def run_partition_stage(
         dest = dest.with_name(dest.name + "-capped")
         shutil.rmtree(dest, ignore_errors=True)
     for candidate in () if capped else (full_book, dest):
-        if is_complete(candidate):
-            return PartitionBook(candidate), True
+        book = open_verified(candidate)  # a book failing its check is removed and recomputed
+        if book is not None:
+            return book, True
     with tempfile.TemporaryDirectory() as scratch:
         error_file = Path(scratch) / "error.txt"
         command = [
@@ -225,8 +238,14 @@ def partition_into(
             passes=int(result.stats.pop("passes", 0)),
         )
         metrics.update(result.measured)  # a baseline measured in its own process reports its own
+        bound, bound_source = vertex_balance_bound(
+            name, params, p, store.num_nodes, partitioner.get("max_vertex_balance")
+        )
+        metrics.update(vertex_balance_bound=bound, vertex_balance_bound_source=bound_source)
         meta = {
+            "format_version": FORMAT_VERSION,
             "algorithm": name,
+            "code_version": algorithm_version(name),
             "parameters": params,
             "p": p,
             "seed": seed,
@@ -237,6 +256,7 @@ def partition_into(
             "store": str(store.path),
             "metrics": metrics,
             "stats": result.stats,
+            "files": manifest(tmp),  # sizes and checksums, checked before the book is reused
         }
         (tmp / "meta.json").write_text(json.dumps(meta, indent=2))
 
