@@ -1,0 +1,60 @@
+"""Every config composes: each choice of each group, and each experiment with each value it sweeps.
+
+A broken experiment or group file is found here, not when a user first runs it.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
+
+from gnnbench.__main__ import CONF_DIR
+
+GROUPS = ("dataset", "partitioner", "model", "train")
+CHOICES = [
+    (group, path.stem) for group in GROUPS for path in sorted((CONF_DIR / group).glob("*.yaml"))
+]
+EXPERIMENTS = sorted(path.stem for path in (CONF_DIR / "experiment").glob("*.yaml"))
+
+
+def composed(*overrides: str, sweep: bool = False):
+    with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
+        return compose("config", overrides=list(overrides), return_hydra_config=sweep)
+
+
+@pytest.mark.parametrize(("group", "choice"), CHOICES, ids=[f"{g}={c}" for g, c in CHOICES])
+def test_every_group_choice_composes(group, choice):
+    config = composed(f"{group}={choice}")
+    assert config[group] is not None
+    if group in ("dataset", "partitioner", "model"):
+        assert "name" in config[group]
+
+
+@pytest.mark.parametrize("experiment", EXPERIMENTS)
+def test_every_experiment_composes_with_each_swept_value(experiment):
+    """`python -m gnnbench -m experiment=<name>`: the experiment and every value of every axis it
+    sweeps (one at a time) compose, and the resolved config of its first job is complete."""
+    config = composed(f"experiment={experiment}", sweep=True)
+    params = OmegaConf.to_container(config.hydra.sweeper.params or {})
+    assert params, f"{experiment}: sweeps nothing (expected a hydra.sweeper.params block)"
+    first = [f"{key}={_split(str(value))[0]}" for key, value in params.items()]
+    job = composed(f"experiment={experiment}", *first)
+    OmegaConf.to_container(job, resolve=True, throw_on_missing=False)
+    for key, values in params.items():
+        for value in _split(str(values)):
+            composed(f"experiment={experiment}", f"{key}={value}")
+
+
+def _split(values: str) -> list[str]:
+    """Comma-separated sweep values, keeping bracketed lists ([25,10],[-1,-1]) whole."""
+    parts, depth, current = [], 0, ""
+    for char in values:
+        depth += char == "["
+        depth -= char == "]"
+        if char == "," and depth == 0:
+            parts.append(current)
+            current = ""
+        else:
+            current += char
+    return [*parts, current]
