@@ -38,7 +38,7 @@ def _num_parts(config: Mapping[str, Any], store, tracker) -> int:
     """config.p, or with p=auto SDT-GNN's choice from the memory budget (logged as num_parts)."""
     if config["p"] != "auto":
         return config["p"]
-    from gnnbench.train.memory_budget import auto_num_parts
+    from gnnbench.partition.num_parts import auto_num_parts
 
     data_bytes = store.num_edges * 2 * store.id_dtype.itemsize + store.num_nodes * (
         store.feature_layout().row_bytes if store.has_features else 0

@@ -321,7 +321,7 @@ def test_grad_avg_failing_worker_fails_fast(graph, tmp_path):
 
 
 def test_auto_p_follows_sdt_gnn_rule():
-    from gnnbench.train.memory_budget import choose_num_parts
+    from gnnbench.partition.num_parts import choose_num_parts
 
     gib = 2**30
     # M = 12 GiB, T = 2/3 M: 4 GiB per worker holds data.
