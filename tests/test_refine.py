@@ -45,6 +45,20 @@ def test_refine_by_hand(triangles):
     assert "refine_moves_3" not in stats and stats["refine_stream_passes"] == 2
 
 
+def test_same_cut_move_only_towards_balance(tmp_path):
+    """Path 0-1-2-3-4, start 0 0 0 0 1 (sizes 4:1, cut 1), p=2, bound max(4, ceil(2.575)) = 4.
+
+    Pass 1: 3 sees one neighbour in each block; block 1 is smaller (1 + 1 < 4): it moves at
+    the same cut (sizes 3:2). Pass 2: 2 now sees one in each block, but 2 + 1 < 3 fails: stays.
+    """
+    path = make_store(tmp_path / "path", [(0, 1), (1, 2), (2, 3), (3, 4)], 5)
+    owner = np.array([0, 0, 0, 0, 1], dtype=np.int32)
+    stats = refine(path, owner, 2, 5)
+    assert owner.tolist() == [0, 0, 0, 1, 1]
+    assert (stats["refine_cut_0"], stats["refine_moves_1"], stats["refine_cut_1"]) == (1, 1, 1)
+    assert stats["refine_moves_2"] == 0 and stats["refine_stream_passes"] == 2
+
+
 @pytest.mark.parametrize("p", [2, 4, 7])
 @pytest.mark.parametrize("start", ["random", "hash"])
 def test_refine_never_worsens_and_keeps_the_bound(random_graph, p, start):
@@ -63,6 +77,8 @@ def test_refine_never_worsens_and_keeps_the_bound(random_graph, p, start):
     assert stats[f"refine_cut_{last}"] == after
     cuts = [stats[f"refine_cut_{i}"] for i in range(last + 1)]
     assert cuts == sorted(cuts, reverse=True) and after < before
+    sizes = np.bincount(owner, minlength=p)
+    assert sizes.max() <= entry_max or sizes.max() <= math.ceil(1.03 * n / p)
     bound = max(entry_max, math.ceil(1.03 * n / p))
     assert np.bincount(owner, minlength=p).max() <= bound == stats["refine_bound"]
     assert refine(random_graph, again, p, 4) == stats and np.array_equal(again, owner)

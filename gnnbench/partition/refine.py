@@ -6,11 +6,14 @@ partitioner returns, inside the measured step. Each pass visits the nodes in id 
 block o counts its neighbours per block at their current blocks and moves to the block t != o
 holding most of them (ties: the smaller block, then the lower index) when
 
-    count(t) > count(o)          the move strictly reduces the edge cut (by count(t) - count(o))
-    size(t) + 1 <= bound         bound = max(largest block on entry, ceil(1.03 * |V| / p))
+    size(t) + 1 <= bound         bound = max(largest block on entry, ceil(1.03 * |V| / p)), and
+    count(t) > count(o)          the move strictly reduces the edge cut (by count(t) - count(o)),
+    or count(t) == count(o) and size(t) + 1 < size(o)
+                                 same cut, better balance (lets later moves leave a plateau)
 
 so the cut never grows and the largest block never exceeds max(the partitioner's own largest
 block, 3% over the mean): a partitioner's balance is kept, and a tight one may use up to 3%.
+Every move lowers (cut, sum of squared block sizes) lexicographically, so the passes end.
 Self loops count for no block. Passes stop early when one moves nothing (later ones would not).
 
 State: the owner array (modified in place), p block sizes and p neighbour counts; the CSR is read
@@ -60,11 +63,12 @@ def _refine_block(nodes, starts, stops, indices, owner, sizes, bound, counts, co
         for j in range(p):
             if j == home or sizes[j] + 1 > bound:
                 continue
-            if counts[j] > counts[best] or (
-                best != home and counts[j] == counts[best] and sizes[j] < sizes[best]
-            ):
+            if counts[j] > counts[best] or (counts[j] == counts[best] and sizes[j] < sizes[best]):
                 best = j
-        if best != home and counts[best] > counts[home]:
+        if best != home and (
+            counts[best] > counts[home]
+            or (counts[best] == counts[home] and sizes[best] + 1 < sizes[home])
+        ):
             gain += counts[best] - counts[home]
             owner[v] = best
             sizes[home] -= 1
