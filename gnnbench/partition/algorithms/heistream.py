@@ -178,8 +178,7 @@ def _partition_buffer(block, lo, hi, owner, local, sizes, seed, capacity, alpha,
     if len(adjncy) and p > 1:  # an edgeless model graph has nothing for METIS to cut
         _, membership = pymetis.part_graph(
             p,
-            xadj=xadj,
-            adjncy=adjncy,
+            pymetis.CSRAdjacency(xadj, adjncy),  # xadj= / adjncy= are deprecated in pymetis
             vweights=vweights,
             eweights=weights,
             options=pymetis.Options(seed=int(seed)),
