@@ -6,7 +6,7 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -14,19 +14,33 @@ log = logging.getLogger("gnnbench.progress")
 LINE_EVERY_S = 5.0  # without a terminal, at most one line this often: short loops stay quiet
 
 
-def progress(items: Iterable[T], total: int, desc: str, enabled: bool = True) -> Iterator[T]:
-    """Yield `items`, showing how far the loop has got."""
+def progress(
+    items: Iterable[T],
+    total: int,
+    desc: str,
+    enabled: bool = True,
+    status: Callable[[T], str] | None = None,
+) -> Iterator[T]:
+    """Yield `items`, showing how far the loop has got. With `status` (what the item just done
+    achieved, e.g. an epoch's loss), the bar shows it, and without a terminal every item logs it."""
     if not enabled:
         yield from items
         return
     if sys.stderr.isatty() and not os.environ.get("CI"):
         from tqdm import tqdm
 
-        yield from tqdm(items, total=total, desc=desc, leave=False)
+        with tqdm(total=total, desc=desc, leave=False) as bar:
+            for item in items:
+                yield item
+                bar.update(1)
+                if status is not None:
+                    bar.set_postfix_str(status(item))
         return
     last_line = time.monotonic()
     for done, item in enumerate(items, start=1):
         yield item
-        if time.monotonic() - last_line >= LINE_EVERY_S:
+        if status is not None:
+            log.info("%s %d/%d: %s", desc, done, total, status(item))
+        elif time.monotonic() - last_line >= LINE_EVERY_S:
             log.info("%s: %d/%d", desc, done, total)
             last_line = time.monotonic()

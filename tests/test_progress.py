@@ -17,3 +17,16 @@ def test_progress_yields_everything_and_logs_slow_loops(monkeypatch, caplog):
         for _ in progress(range(3), 3, "slow"):
             time.sleep(0.001)
     assert "slow: 3/3" in caplog.text
+
+
+def test_progress_status_is_one_line_per_item_without_terminal(monkeypatch, caplog):
+    """With `status` (training: an epoch's loss, val F1, time) every item logs its line."""
+    monkeypatch.setenv("CI", "true")
+    with caplog.at_level(logging.INFO, logger="gnnbench.progress"):
+        done = list(progress(range(3), 3, "round", status=lambda item: f"loss {item}"))
+    assert done == [0, 1, 2]
+    assert [record.getMessage() for record in caplog.records] == [
+        "round 1/3: loss 0",
+        "round 2/3: loss 1",
+        "round 3/3: loss 2",
+    ]

@@ -21,6 +21,7 @@ PARTITION_METRICS = (
     "replication_factor",
     "edge_cut",
     "vertex_balance",
+    "vertex_balance_bound",
     "edge_balance",
     "train_balance",
     "partition_time_s",
@@ -134,13 +135,14 @@ class RunLogger:
         # The summary values are logged at the last step, so the dashboard's "latest" value of
         # val_f1_micro is the best validation F1 (the point test F1 is reported at).
         last_step = history[-1]["epoch"] if history else 0
+        logged = [*TRAIN_METRICS, *(key for key in result if "_ogb_" in key)]  # OGB's metric
         summary = [
             Metric(key, float(result[key]), now + 1, last_step)
-            for key in TRAIN_METRICS
+            for key in logged
             if result.get(key) is not None
         ]
         retrying(self.mlflow.MlflowClient().log_batch, self.run_id, metrics=curves + summary)
-        extra = {k: v for k, v in result.items() if k not in TRAIN_METRICS and k != "history"}
+        extra = {k: v for k, v in result.items() if k not in logged and k != "history"}
         self.log_json("training.json", {**extra, "history": history})
 
     def set_tags(self, tags: Mapping[str, str]) -> None:

@@ -98,6 +98,7 @@ def run_training(
         num_features=store.feature_dim,
         num_classes=store.num_classes,
         multilabel=store.multilabel,
+        ogb_name=store.meta.get("ogb_name"),
     )
     warm_up()  # compile the sampler here (once, cached): workers load it, epoch times exclude it
     if settings.mode == "centralized":
@@ -105,4 +106,5 @@ def run_training(
     else:
         result, workers = _distributed(job, num_workers)
     result.update(num_workers=workers, mode=settings.mode)
-    return {key: result[key] for key in RESULT_KEYS}
+    ogb = {key: value for key, value in result.items() if "_ogb_" in key}  # OGB's own metric
+    return {**{key: result[key] for key in RESULT_KEYS}, **ogb}

@@ -142,3 +142,4 @@ class Job:
     num_features: int
     num_classes: int
     multilabel: bool
+    ogb_name: str | None = None  # an ogbn dataset: its official metric is logged too

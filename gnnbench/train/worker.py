@@ -16,6 +16,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -30,6 +31,7 @@ from gnnbench.train.batch_source import BatchMaker, BatchSource, PreparedBatch
 from gnnbench.train.batching import BatchPlan, cluster_plans, clusters, minibatch_plans
 from gnnbench.train.metrics import confusion_counts, f1_scores
 from gnnbench.train.models import build_model
+from gnnbench.train.ogb_metric import OgbMetric
 from gnnbench.train.sampler import (
     ALL_NEIGHBOURS,
     Block,
@@ -118,6 +120,7 @@ class Worker:
         # From world_size, not dist.is_initialized(): a torchrun sweep keeps its process group
         # between jobs, and a centralized job then runs on rank 0 alone.
         self.distributed = world_size > 1
+        self.ogb = OgbMetric.for_dataset(job.ogb_name)  # an ogbn dataset's official metric
         torch.manual_seed(self.settings.seed)  # identical initial model on every rank
         self.model = build_model(job.num_features, job.num_classes, self.settings.model).to(device)
         self.parts = load_parts(job, rank, world_size, self.model.uses_graph)
@@ -323,10 +326,12 @@ class Worker:
 
     # --- evaluation ----------------------------------------------------------------------------
     @torch.no_grad()
-    def evaluate(self) -> dict[str, tuple[float, float]]:
-        """Global (micro, macro) F1 of val and test over the nodes each rank owns."""
+    def evaluate(self) -> dict[str, Any]:
+        """Global (micro, macro) F1 of val and test over the nodes each rank owns, and OGB's own
+        metric of an ogbn dataset ("ogb": {split: value})."""
         self.model.eval()
         counts = torch.zeros((len(EVAL_SPLITS), 3, self.job.num_classes), dtype=torch.int64)
+        ogb_rows: list[list[tuple[np.ndarray, np.ndarray]]] = [[] for _ in EVAL_SPLITS]
         for part in self.parts:
             ids = np.concatenate([part.split[key] for key in EVAL_SPLITS])
             tags = np.repeat(
@@ -336,13 +341,31 @@ class Worker:
                 continue
             # unique targets (a node may sit in both splits of a custom dataset)
             unique, inverse = np.unique(ids, return_inverse=True)
-            prediction = self._predict(self.infer(part, unique))[torch.from_numpy(inverse)]
+            logits = self.infer(part, unique)[torch.from_numpy(inverse)]
+            prediction = self._predict(logits)
             target = part.labels[torch.from_numpy(ids)]
             for s in range(len(EVAL_SPLITS)):
                 mask = torch.from_numpy(tags == s)
                 counts[s] += confusion_counts(prediction[mask], target[mask], self.job.num_classes)
+                if self.ogb is not None:
+                    ogb_rows[s].append((self.ogb.truth(target[mask]), self.ogb.rows(logits[mask])))
         counts = self._all_reduce(counts)
-        return {key: f1_scores(counts[s]) for s, key in enumerate(EVAL_SPLITS)}
+        scores: dict[str, Any] = {key: f1_scores(counts[s]) for s, key in enumerate(EVAL_SPLITS)}
+        if self.ogb is not None:
+            scores["ogb"] = {key: self._ogb_score(ogb_rows[s]) for s, key in enumerate(EVAL_SPLITS)}
+        return scores
+
+    def _ogb_score(self, rows: list[tuple[np.ndarray, np.ndarray]]) -> float | None:
+        """OGB's metric over every rank's rows of one split (gathered: ROC-AUC does not add up)."""
+        if self.distributed:
+            everyone: list = [None] * self.world_size
+            dist.all_gather_object(everyone, rows)
+            rows = [row for rank_rows in everyone for row in rank_rows]
+        if not rows:
+            return None
+        return self.ogb.score(
+            np.concatenate([t for t, _ in rows]), np.concatenate([p for _, p in rows])
+        )
 
     def infer(self, part: TrainingPart, targets: np.ndarray) -> torch.Tensor:
         """The model's outputs for `targets` with every neighbour, layer by layer (on the CPU).
@@ -409,7 +432,13 @@ class Worker:
         evaluations: dict[int, dict[str, tuple[float, float]]] = {}
         last_evaluated = 0
         rounds = range(0, epochs, 1 if grad_avg else settings.sync_interval)
-        for start in progress(rounds, len(rounds), "training rounds", enabled=self.rank == 0):
+        for start in progress(
+            rounds,
+            len(rounds),
+            "training round",
+            enabled=self.rank == 0,
+            status=lambda start: self._round_status(record, evaluations, start),
+        ):
             length = 1 if grad_avg else min(settings.sync_interval, epochs - start)
             if grad_avg:
                 for key, value in self.grad_avg_epoch(start + 1).items():
@@ -429,6 +458,27 @@ class Worker:
                 evaluations[done] = self.evaluate()
                 last_evaluated = done
         return self._summary(record, evaluations)
+
+    def _round_status(self, record: dict[str, np.ndarray], evaluations, start: int) -> str:
+        """Rank 0's line for the round begun at epoch `start`: its own mean loss (the global one
+        would cost an all-reduce per round), the global val F1 if evaluated, compute s/epoch."""
+        settings = self.settings
+        grad_avg = settings.mode == "grad_avg"
+        done = min(start + (1 if grad_avg else settings.sync_interval), settings.epochs)
+        epochs = slice(start, done)
+        own_train = sum(part.num_train for part in self.parts) or 1
+        text = f"epoch {done}" if done == start + 1 else f"epochs {start + 1}-{done}"
+        text += f": loss {record['loss'][epochs].mean() / own_train:.4f} (rank 0)"
+        if done in evaluations:
+            text += f", val F1 {evaluations[done]['val'][0]:.4f}"
+        return f"{text}, {record['compute'][epochs].mean():.2f} s/epoch"
+
+    def _ogb_summary(self, best: dict[str, Any]) -> dict[str, float]:
+        """val_ogb_<metric> and test_ogb_<metric> at the best validation point."""
+        if self.ogb is None:
+            return {}
+        found = best["ogb"].items()
+        return {f"{key}_ogb_{self.ogb.metric}": v for key, v in found if v is not None}
 
     def _gpu_peak_mb(self) -> float | None:
         """The largest rank's peak of allocated CUDA tensors; None on the CPU."""
@@ -465,6 +515,7 @@ class Worker:
             "val_f1_micro": float(best["val"][0]),
             "test_f1_micro": float(best["test"][0]),
             "test_f1_macro": float(best["test"][1]),
+            **self._ogb_summary(best),
             "best_epoch": int(best_epoch),
             "num_epochs": int(self.settings.epochs),
             "world_size": int(self.world_size),

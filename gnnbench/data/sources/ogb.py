@@ -50,7 +50,11 @@ def import_ogb(builder: GraphStoreBuilder, dataset: Mapping[str, Any]) -> None:
     builder.set_labels(labels, multilabel=labels.ndim == 2)
     split_dir = find_split_dir(root, dataset.get("split_name"))
     builder.set_split(**read_split(split_dir, labels, num_nodes))
-    builder.add_meta(raw_files=[str(root)], split_rule=f"ogb split '{split_dir.name}'")
+    builder.add_meta(
+        raw_files=[str(root)],
+        split_rule=f"ogb split '{split_dir.name}'",
+        ogb_name=str(dataset.get("ogb_name") or root.name.replace("_", "-")),
+    )
 
 
 def dataset_dir(root: Path, ogb_name: Any) -> Path:
