@@ -96,6 +96,7 @@ def test_distdgl_metis_on_cora(gnnbench_home, distdgl_ready):
     assert book.metrics["partition_peak_mb"] > store.num_nodes * store.feature_dim * 4 / 2**20
 
 
+@pytest.mark.fault("baseline: pyg_metis not set up")
 def test_missing_pyg_environment_names_the_setup_command(monkeypatch):
     monkeypatch.setattr(baseline_envs, "torch_sparse_with_metis", lambda: False)
     with pytest.raises(BaselineUnavailable, match="python -m gnnbench setup pyg_metis"):
@@ -117,6 +118,7 @@ def _one_job_failed(tmp_path, overrides, finished: str, failed: str, error_type:
     return completed, by_name[finished], by_name[failed]
 
 
+@pytest.mark.fault("baseline: distdgl_metis not set up, in a sweep")
 @requires_dataset(CORA)
 def test_missing_distdgl_environment_fails_its_job_only(tmp_path, gnnbench_home):
     completed, _, _ = _one_job_failed(
@@ -125,6 +127,7 @@ def test_missing_distdgl_environment_fails_its_job_only(tmp_path, gnnbench_home)
     assert "python -m gnnbench setup distdgl_metis" in completed.stderr
 
 
+@pytest.mark.fault("baseline: a missing baseline in a single run")
 @requires_dataset(CORA)
 def test_missing_environment_single_run_is_one_line(tmp_path, gnnbench_home):
     completed = gnnbench(tmp_path, "dataset=cora", "partitioner=distdgl_metis", "train=none")
@@ -133,6 +136,7 @@ def test_missing_environment_single_run_is_one_line(tmp_path, gnnbench_home):
     assert line.startswith("gnnbench: error: partitioner=distdgl_metis") and "setup" in line
 
 
+@pytest.mark.fault("memory: a cap below what the process holds")
 @requires_dataset(CORA)
 def test_cap_below_what_the_process_holds_is_one_line(tmp_path, gnnbench_home):
     """A cap the partition process already exceeds could only fail somewhere arbitrary (the
@@ -144,6 +148,7 @@ def test_cap_below_what_the_process_holds_is_one_line(tmp_path, gnnbench_home):
     assert not list(Path(gnnbench_home, "partitions").glob("*/owner.npy"))  # no book written
 
 
+@pytest.mark.fault("config: setup of an unknown baseline")
 def test_setup_rejects_unknown_names():
     completed = subprocess.run(
         [sys.executable, "-m", "gnnbench", "setup", "metis_for_everyone"],
@@ -154,6 +159,7 @@ def test_setup_rejects_unknown_names():
     assert "expected one or more of pyg_metis, distdgl_metis" in completed.stderr
 
 
+@pytest.mark.fault("memory: an allocation over the cap")
 def test_an_allocation_over_the_cap_is_out_of_memory(tmp_path):
     """Under the cap a failed allocation becomes OutOfMemory carrying the peak reached."""
     script = textwrap.dedent(
@@ -214,6 +220,7 @@ def test_out_of_memory_errors_are_recognised():
     )
 
 
+@pytest.mark.fault("memory: pyg_metis under a tiny cap")
 def test_pyg_metis_under_a_tiny_cap_is_out_of_memory_not_missing(pyg_metis_ready):
     """torch-sparse installed but unable to load under the cap: out of memory, not 'set it up'."""
     script = textwrap.dedent(
@@ -243,6 +250,7 @@ def test_pyg_metis_under_a_tiny_cap_is_out_of_memory_not_missing(pyg_metis_ready
     assert completed.stdout.strip() == "out of memory"
 
 
+@pytest.mark.fault("memory: METIS over the cap, SPRING under it")
 @pytest.mark.slow
 def test_cap_fails_metis_cleanly_and_spring_finishes(tmp_path, gnnbench_home):
     """A cap METIS cannot live under but SPRING can: METIS FAILED (out of memory), SPRING FINISHED."""

@@ -200,6 +200,7 @@ MALFORMED_METIS = {
 }
 
 
+@pytest.mark.fault("bad input: a malformed METIS .graph file")
 @pytest.mark.parametrize("case", sorted(MALFORMED_METIS))
 def test_metis_malformed_is_one_line_error(case, tmp_path, gnnbench_home):
     text, message = MALFORMED_METIS[case]
@@ -266,6 +267,7 @@ def test_edgelist_spans_several_blocks(tmp_path, gnnbench_home, monkeypatch):
         ("# only comments\n\n", {}, r"no edges found"),
     ],
 )
+@pytest.mark.fault("bad input: a malformed edge list")
 def test_edgelist_malformed(text, options, message, tmp_path, gnnbench_home):
     path = tmp_path / "bad.txt"
     path.write_text(text)
@@ -274,6 +276,7 @@ def test_edgelist_malformed(text, options, message, tmp_path, gnnbench_home):
     assert str(path) in str(error.value)
 
 
+@pytest.mark.fault("bad input: a truncated gzip edge list")
 def test_edgelist_truncated_gzip(tmp_path, gnnbench_home):
     data = gzip.compress(b"".join(b"%d %d\n" % (i, i + 1) for i in range(20000)))
     path = tmp_path / "cut.txt.gz"
@@ -283,6 +286,7 @@ def test_edgelist_truncated_gzip(tmp_path, gnnbench_home):
     assert str(error.value).startswith(str(path))
 
 
+@pytest.mark.fault("bad input: a missing raw file, a bad delimiter")
 def test_missing_raw_file_and_bad_delimiter(tmp_path, gnnbench_home):
     with pytest.raises(DataError, match="not found"):
         prepare_dataset({"name": "x", "source": "edgelist", "path": str(tmp_path / "nope.txt")})
@@ -294,6 +298,7 @@ def test_missing_raw_file_and_bad_delimiter(tmp_path, gnnbench_home):
 
 
 # --- npz and pickles: malformed ------------------------------------------------------------------
+@pytest.mark.fault("bad input: an npz missing a key, or truncated")
 def test_npz_missing_key_and_truncated_file(tmp_path, gnnbench_home):
     path = tmp_path / "g.npz"
     np.savez(
@@ -318,6 +323,7 @@ def test_npz_missing_key_and_truncated_file(tmp_path, gnnbench_home):
         prepare_dataset({"name": "g3", "source": "npz", "path": str(path)})
 
 
+@pytest.mark.fault("bad input: a truncated or foreign Planetoid pickle")
 @requires_dataset(CORA)
 def test_planetoid_truncated_or_foreign_pickle(tmp_path, gnnbench_home):
     folder = tmp_path / "planetoid"
@@ -399,6 +405,7 @@ def test_ogb_binary_layout(tmp_path, gnnbench_home):
     assert store.labels().tolist() == [1, -1, 0, 2] and store.split()["train"].tolist() == [0]
 
 
+@pytest.mark.fault("bad input: a malformed OGB raw directory")
 def test_ogb_malformed(tmp_path, gnnbench_home):
     directory = write_ogb(tmp_path, ["0", "1", "2", "0", "1"], features=False)  # one label short
     config = {"name": "tiny", "source": "ogb", "path": str(tmp_path), "ogb_name": "ogbn-tiny"}
@@ -468,12 +475,14 @@ def test_synthetic_default_is_small_and_learnable(gnnbench_home):
     assert 0.45 < feature_only < 0.7 and neighbourhood > feature_only + 0.2
 
 
+@pytest.mark.fault("config: impossible synthetic generator values")
 def test_synthetic_rejects_bad_values(gnnbench_home):
     with pytest.raises(ConfigError, match="dataset.homophily"):
         prepare_dataset({**SMALL_SYNTHETIC, "homophily": 1.5})
 
 
 # --- GraphStore checks ---------------------------------------------------------------------------
+@pytest.mark.fault("cache: truncated files of a prepared GraphStore")
 def test_truncated_store_files_are_data_errors(gnnbench_home):
     store = prepare_dataset(SMALL_SYNTHETIC)
     edges = store.path / "edges.bin"

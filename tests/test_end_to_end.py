@@ -74,6 +74,7 @@ def test_sweep_partition_only(tmp_path, gnnbench_home):
     )
 
 
+@pytest.mark.fault("config: an unknown dataset")
 def test_unknown_dataset_is_one_line(tmp_path, gnnbench_home):
     completed = gnnbench(tmp_path, "dataset=nope", "train=none")
     assert completed.returncode == 2
@@ -81,6 +82,7 @@ def test_unknown_dataset_is_one_line(tmp_path, gnnbench_home):
     assert len(lines) == 1 and "dataset=nope: unknown dataset" in lines[0] and "cora" in lines[0]
 
 
+@pytest.mark.fault("config: p larger than the node count")
 @requires_dataset(CORA)
 def test_p_larger_than_nodes_is_one_line(tmp_path, gnnbench_home):
     completed = gnnbench(tmp_path, "dataset=cora", "p=100000", "train=none")
@@ -98,6 +100,7 @@ def test_p_larger_than_nodes_is_one_line(tmp_path, gnnbench_home):
     assert found[0].info.status == "FAILED" and found[0].data.tags["error_type"] == "ConfigError"
 
 
+@pytest.mark.fault("cache: a truncated edges.bin")
 @requires_dataset(CORA)
 def test_truncated_edge_file_is_one_line(tmp_path, gnnbench_home):
     assert gnnbench(tmp_path, "dataset=cora", "p=2", "train=none").returncode == 0
@@ -110,6 +113,7 @@ def test_truncated_edge_file_is_one_line(tmp_path, gnnbench_home):
     assert line.startswith("gnnbench: error: ") and "edges.bin" in line and "truncated" in line
 
 
+@pytest.mark.fault("sweep: one failing job among others")
 @requires_dataset(CORA)
 def test_sweep_failure_goes_on(tmp_path, gnnbench_home):
     completed = gnnbench(
@@ -166,6 +170,7 @@ def all_runs(cwd: Path):
 SWEEP = ("-m", "dataset=cora", "partitioner=spring,hash", "p=2,4,100000", "train=none")
 
 
+@pytest.mark.fault("sweep: resuming a sweep with failed jobs")
 @requires_dataset(CORA)
 def test_sweep_parent_failures_and_resume(tmp_path, gnnbench_home):
     first = gnnbench(tmp_path, *SWEEP)
@@ -221,6 +226,7 @@ def test_sweep_keeps_a_job_resume_skipped(tmp_path, gnnbench_home):
     assert f"`{earlier}`" in report.read_text()
 
 
+@pytest.mark.fault("concurrency: parallel joblib jobs on one SQLite store")
 @requires_dataset(CORA)
 def test_joblib_sweep_loses_no_run(tmp_path, gnnbench_home):
     completed = gnnbench(tmp_path, *SWEEP, "hydra/launcher=joblib", "hydra.launcher.n_jobs=3")
@@ -279,6 +285,7 @@ def test_torchrun_two_ranks_log_one_run(tmp_path, gnnbench_home):
     assert output.count("train: grad_avg test micro-F1") == 2  # each rank trained
 
 
+@pytest.mark.fault("processes: torchrun rank 0 failing before training")
 @pytest.mark.distributed
 def test_torchrun_rank0_failing_before_training_fails_every_rank(tmp_path, gnnbench_home):
     """Rank 0 prepares the data while the others wait for its word: when it fails, they are told

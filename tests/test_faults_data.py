@@ -45,6 +45,7 @@ EDGES = [[0, 1], [1, 2], [2, 3], [3, 4], [4, 5], [5, 0]]
 
 
 # --- a. non-finite features ----------------------------------------------------------------------
+@pytest.mark.fault("bad input: NaN or inf in node features")
 def test_nan_features_are_refused_naming_file_count_and_first_row(tmp_path, gnnbench_home):
     features = np.ones((6, 3), dtype=np.float32)
     features[2, 1] = np.nan
@@ -58,6 +59,7 @@ def test_nan_features_are_refused_naming_file_count_and_first_row(tmp_path, gnnb
     assert no_leftovers(gnnbench_home)
 
 
+@pytest.mark.fault("bad input: NaN features with dataset.nonfinite=zero")
 def test_nan_features_zeroed_on_request_and_counted(tmp_path, gnnbench_home, monkeypatch):
     monkeypatch.setattr("gnnbench.data.import_checks.FEATURE_BLOCK_BYTES", 12)  # one row a block
     features = np.ones((6, 3), dtype=np.float32)
@@ -74,6 +76,7 @@ def test_nan_features_zeroed_on_request_and_counted(tmp_path, gnnbench_home, mon
 
 
 # --- b. node count beyond memory -----------------------------------------------------------------
+@pytest.mark.fault("bad input: a huge dataset.num_nodes for a small file")
 def test_huge_num_nodes_fails_before_allocating(tmp_path, gnnbench_home):
     edges = tmp_path / "edges.txt"
     edges.write_text("".join(f"{k} {k + 1}\n" for k in range(600)))
@@ -87,6 +90,7 @@ def test_huge_num_nodes_fails_before_allocating(tmp_path, gnnbench_home):
 
 
 # --- c. only self-loops --------------------------------------------------------------------------
+@pytest.mark.fault("bad input: an edge list of self-loops only")
 def test_self_loops_only_is_like_an_empty_file(tmp_path, gnnbench_home):
     loops = tmp_path / "loops.txt"
     loops.write_text("1 1\n2 2\n7 7\n")
@@ -96,6 +100,7 @@ def test_self_loops_only_is_like_an_empty_file(tmp_path, gnnbench_home):
 
 
 # --- d. labels not 0..C-1 ------------------------------------------------------------------------
+@pytest.mark.fault("bad input: labels starting at 1 or with gaps")
 def test_labels_with_gaps_are_renumbered(tmp_path, gnnbench_home):
     labels = np.array([1, 2, 5, -1, 5, 1])
     features = np.ones((6, 2), dtype=np.float32)
@@ -108,6 +113,7 @@ def test_labels_with_gaps_are_renumbered(tmp_path, gnnbench_home):
 
 
 # --- e. read-only or full GNNBENCH_HOME ----------------------------------------------------------
+@pytest.mark.fault("disk: read-only GNNBENCH_HOME")
 def test_read_only_home_is_one_line(tmp_path, gnnbench_home, monkeypatch):
     edges = tmp_path / "edges.txt"
     edges.write_text("0 1\n1 2\n")
@@ -129,6 +135,7 @@ def test_read_only_home_is_one_line(tmp_path, gnnbench_home, monkeypatch):
         gnnbench_home.chmod(0o700)
 
 
+@pytest.mark.fault("disk: read-only graphs folder")
 def test_read_only_graphs_dir_removes_nothing_half_written(tmp_path, gnnbench_home, monkeypatch):
     """The rename into a directory that turned read-only fails in one line; no temp dir is left."""
     edges = tmp_path / "edges.txt"
@@ -144,6 +151,7 @@ def test_read_only_graphs_dir_removes_nothing_half_written(tmp_path, gnnbench_ho
     assert no_leftovers(gnnbench_home)
 
 
+@pytest.mark.fault("disk: too little free space for the edges")
 def test_full_disk_is_checked_before_writing_edges(tmp_path, gnnbench_home, monkeypatch):
     edges = tmp_path / "edges.txt"
     edges.write_text("0 1\n1 2\n2 3\n")
@@ -159,6 +167,7 @@ def test_full_disk_is_checked_before_writing_edges(tmp_path, gnnbench_home, monk
     assert no_leftovers(gnnbench_home)
 
 
+@pytest.mark.fault("disk: the disk fills while writing")
 def test_disk_full_while_writing_is_one_line(tmp_path, gnnbench_home, monkeypatch):
     edges = tmp_path / "edges.txt"
     edges.write_text("0 1\n1 2\n2 3\n")
@@ -173,6 +182,7 @@ def test_disk_full_while_writing_is_one_line(tmp_path, gnnbench_home, monkeypatc
     assert no_leftovers(gnnbench_home)
 
 
+@pytest.mark.fault("bad input: a node count beyond 64-bit edge keys")
 def test_node_count_beyond_64_bit_keys_is_refused(tmp_path, gnnbench_home, monkeypatch):
     """Where memory would allow 4e9 nodes, the edge keys (low * N + high) would still overflow."""
     monkeypatch.setattr("gnnbench.data.import_checks.available_memory", lambda: 1 << 60)
@@ -184,6 +194,7 @@ def test_node_count_beyond_64_bit_keys_is_refused(tmp_path, gnnbench_home, monke
     assert no_leftovers(gnnbench_home)
 
 
+@pytest.mark.fault("disk: free space checked before each sized write")
 @pytest.mark.parametrize("step", ["raw_edges.bin", "feat.npy"])
 def test_disk_space_is_checked_before_each_known_size_write(step, tmp_path, monkeypatch):
     """Edge chunks and the feature matrix (a memory map: a full disk there would be SIGBUS)."""

@@ -69,6 +69,7 @@ def test_delimiter_by_name(gnnbench_home, tmp_path, word, char):
     assert edge_set(edgelist(path, delimiter=word)) == RING_SET
 
 
+@pytest.mark.fault("bad input: a non-numeric token in a CSV edge list")
 def test_non_numeric_token_after_the_first_line_names_its_line(gnnbench_home, tmp_path):
     path = tmp_path / "edges.csv"
     path.write_text("id_1,id_2\n0,1\nx,2\n")
@@ -76,6 +77,7 @@ def test_non_numeric_token_after_the_first_line_names_its_line(gnnbench_home, tm
         edgelist(path)
 
 
+@pytest.mark.fault("bad input: a second header line in a CSV edge list")
 def test_a_second_header_line_is_an_error(gnnbench_home, tmp_path):
     path = tmp_path / "edges.csv"
     path.write_text("# exported\nid_1,id_2\nfrom,to\n0,1\n")
@@ -83,6 +85,7 @@ def test_a_second_header_line_is_an_error(gnnbench_home, tmp_path):
         edgelist(path)
 
 
+@pytest.mark.fault("config: an unknown delimiter name")
 def test_unknown_delimiter_name_is_a_config_error(gnnbench_home, tmp_path):
     path = write_edges(tmp_path / "edges.csv", None, ",")
     with pytest.raises(ConfigError, match=r"dataset\.delimiter: expected one of comma, tab"):
@@ -136,6 +139,7 @@ def test_label_column_by_index_and_dense_csv_features(gnnbench_home, tmp_path):
     np.testing.assert_array_equal(store.labels(), [0, 1, 2, 0, 1])
 
 
+@pytest.mark.fault("bad input: a feature file with the wrong row count")
 def test_npy_features_row_count_must_match_the_nodes(gnnbench_home, tmp_path):
     edges = write_edges(tmp_path / "edges.csv", None, ",")
     np.save(tmp_path / "x.npy", np.ones((6, 3), dtype=np.float32))
@@ -145,6 +149,7 @@ def test_npy_features_row_count_must_match_the_nodes(gnnbench_home, tmp_path):
         edgelist(edges, features_path=str(tmp_path / "x.npy"), num_nodes=9)
 
 
+@pytest.mark.fault("bad input: a label file missing a node")
 def test_label_file_missing_a_node_is_an_error(gnnbench_home, tmp_path):
     config = musae(tmp_path)
     (tmp_path / "target.csv").write_text("id,target\n0,1\n1,0\n2,1\n3,0\n4,1\n6,0\n")
@@ -153,6 +158,7 @@ def test_label_file_missing_a_node_is_an_error(gnnbench_home, tmp_path):
         edgelist(**config)
 
 
+@pytest.mark.fault("bad input: an ambiguous label file")
 def test_label_file_with_many_columns_needs_labels_column(gnnbench_home, tmp_path):
     config = musae(tmp_path)
     config.pop("labels_column")
@@ -160,6 +166,7 @@ def test_label_file_with_many_columns_needs_labels_column(gnnbench_home, tmp_pat
         edgelist(**config)
 
 
+@pytest.mark.fault("bad input: a node twice in a feature file")
 def test_duplicate_node_in_a_feature_file_is_an_error(gnnbench_home, tmp_path):
     edges = write_edges(tmp_path / "edges.csv", None, ",")
     (tmp_path / "x.csv").write_text("0,1\n1,1\n1,2\n")
@@ -167,12 +174,14 @@ def test_duplicate_node_in_a_feature_file_is_an_error(gnnbench_home, tmp_path):
         edgelist(edges, features_path=str(tmp_path / "x.csv"))
 
 
+@pytest.mark.fault("bad input: a node file id beyond the graph")
 def test_node_file_id_beyond_num_nodes_is_an_error(gnnbench_home, tmp_path):
     config = musae(tmp_path)
     with pytest.raises(DataError, match=r"features\.json: node id 6 out of range"):
         edgelist(**config, num_nodes=6)
 
 
+@pytest.mark.fault("config: an unknown feature file kind")
 def test_unknown_feature_file_kind_is_a_config_error(gnnbench_home, tmp_path):
     edges = write_edges(tmp_path / "edges.csv", None, ",")
     (tmp_path / "x.parquet").write_bytes(b"PAR1")
@@ -234,11 +243,13 @@ def test_mat_labels_one_to_k_give_k_classes(gnnbench_home, tmp_path):
     np.testing.assert_array_equal(store.labels(), np.arange(30) % 3)
 
 
+@pytest.mark.fault("config: a .mat label table without labels_column")
 def test_mat_table_labels_without_column_is_a_config_error(gnnbench_home, tmp_path):
     with pytest.raises(ConfigError, match=r"labels_column: 'local_info' of .*fb\.mat is a"):
         mat(facebook_like(tmp_path / "fb.mat"), labels_key="local_info")
 
 
+@pytest.mark.fault("config: a .mat labels_column out of range")
 def test_mat_labels_column_out_of_range_is_a_config_error(gnnbench_home, tmp_path):
     path = facebook_like(tmp_path / "fb.mat")
     for column in (7, "gender"):
@@ -246,6 +257,7 @@ def test_mat_labels_column_out_of_range_is_a_config_error(gnnbench_home, tmp_pat
             mat(path, labels_key="local_info", labels_column=column)
 
 
+@pytest.mark.fault("bad input: a .mat with several square matrices")
 def test_mat_ambiguous_adjacency_names_the_keys(gnnbench_home, tmp_path):
     square = sp.csc_matrix(np.roll(np.identity(5), 1, axis=1))  # a 5-cycle
     scipy.io.savemat(tmp_path / "two.mat", {"A": square, "B": square, "y": np.arange(5)})
@@ -254,12 +266,14 @@ def test_mat_ambiguous_adjacency_names_the_keys(gnnbench_home, tmp_path):
     assert mat(tmp_path / "two.mat", adjacency_key="A").num_nodes == 5
 
 
+@pytest.mark.fault("bad input: a .mat without the named key")
 def test_mat_missing_key_names_the_keys_found(gnnbench_home, tmp_path):
     path = blogcatalog_like(tmp_path / "blog.mat")
     with pytest.raises(ConfigError, match=r"labels_key: .*blog\.mat has no key 'labels' \(found"):
         mat(path, labels_key="labels")
 
 
+@pytest.mark.fault("bad input: a MATLAB v7.3 (HDF5) file")
 def test_mat_v73_file_says_to_convert(gnnbench_home, tmp_path):
     # the 128-byte MATLAB header of a v7.3 file: text, subsystem offset, version 0x0200, 'IM'
     header = b"MATLAB 7.3 MAT-file, Platform: GLNXA64, HDF5 schema 1.00 .".ljust(116)
@@ -268,6 +282,7 @@ def test_mat_v73_file_says_to_convert(gnnbench_home, tmp_path):
         mat(tmp_path / "big.mat")
 
 
+@pytest.mark.fault("bad input: a file that is not a .mat")
 def test_not_a_mat_file_is_one_error(gnnbench_home, tmp_path):
     (tmp_path / "edges.mat").write_text("0 1\n1 2\n")
     with pytest.raises(DataError, match=r"edges\.mat: not a readable MATLAB \.mat file"):
@@ -290,6 +305,7 @@ def test_mat_trains_end_to_end(gnnbench_home, tmp_path):
 
 
 # --- 4. pickled npz ------------------------------------------------------------------------------
+@pytest.mark.fault("bad input: an npz of pickled scipy matrices")
 def test_pickled_npz_error_gives_a_working_conversion(gnnbench_home, tmp_path):
     adjacency = sp.random(20, 20, density=0.2, random_state=3, format="csr")
     attributes = sp.random(20, 5, density=0.5, random_state=4, format="csr")
@@ -309,6 +325,7 @@ def test_pickled_npz_error_gives_a_working_conversion(gnnbench_home, tmp_path):
 
 
 # --- 5. a missing dataset.path -------------------------------------------------------------------
+@pytest.mark.fault("config: dataset.path missing")
 def test_missing_path_says_it_is_required(gnnbench_home):
     with pytest.raises(ConfigError, match=r"^dataset\.path is required for dataset=edgelist"):
         prepare_dataset({"name": "edgelist", "source": "edgelist", "path": "???"})

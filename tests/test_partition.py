@@ -126,6 +126,7 @@ def test_deterministic_owner(tmp_path, monkeypatch):
     assert owners[0] == owners[1]
 
 
+@pytest.mark.fault("config: p larger than the node count (stage)")
 def test_p_larger_than_nodes(triangles, gnnbench_home):
     with pytest.raises(ConfigError, match="p=7 is larger than the number of nodes"):
         run_partition_stage(triangles, {"name": "spring"}, 7, 0)
@@ -136,6 +137,7 @@ def test_p_larger_than_nodes(triangles, gnnbench_home):
     )
 
 
+@pytest.mark.fault("config: an unknown partitioner")
 def test_unknown_partitioner(triangles, gnnbench_home):
     with pytest.raises(ConfigError, match="unknown partitioner 'nope'"):
         run_partition_stage(triangles, {"name": "nope"}, 2, 0)

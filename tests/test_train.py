@@ -184,6 +184,7 @@ def test_block_gcn_matches_pyg_gcn_on_a_whole_graph():
     assert torch.allclose(ours((x, x), edge_index, (n, n)), pyg(x, edge_index), atol=1e-5)
 
 
+@pytest.mark.fault("config: GAT hidden width not a multiple of heads")
 def test_gat_hidden_must_divide_into_heads():
     from gnnbench.train.models import build_model
 
@@ -233,6 +234,7 @@ def test_model_avg_two_workers_matches_one_worker(graph):
     assert np.allclose(losses[0], losses[1], rtol=1e-3)
 
 
+@pytest.mark.fault("config: more workers than partitions")
 def test_more_workers_than_partitions_is_one_line(graph):
     store, book = graph
     with pytest.raises(ConfigError, match=r"^num_gpus=3 is larger than p=2$"):
@@ -244,6 +246,7 @@ def test_more_workers_than_partitions_is_one_line(graph):
     check_training_config({"mode": "centralized"}, SAGE, 8, 4, 1, 0)  # workers unused: fine
 
 
+@pytest.mark.fault("processes: a worker raising during model averaging")
 @pytest.mark.distributed
 def test_failing_worker_fails_the_run_fast(graph, tmp_path):
     store, book = graph
@@ -308,6 +311,7 @@ def test_grad_avg_skewed_partitions_use_every_training_node(graph, tmp_path):
     assert result["sync_count"] == max(batches)
 
 
+@pytest.mark.fault("processes: a worker raising during gradient averaging")
 @pytest.mark.distributed
 def test_grad_avg_failing_worker_fails_fast(graph, tmp_path):
     store, book = graph
@@ -362,6 +366,7 @@ def test_layerwise_inference_is_the_model_on_full_neighbourhoods(graph, model):
     torch.testing.assert_close(layerwise, whole, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.fault("config: a torchrun sweep job needing another backend")
 def test_torchrun_sweep_job_needing_another_backend_is_one_line(monkeypatch):
     """A torchrun sweep keeps its first job's process group: a later job that needs another
     backend fails on every rank alike, naming the key, instead of running on the wrong group."""

@@ -177,6 +177,7 @@ def test_node_stream_orders(random_store, order):
         assert ldg(random_store, 4, 2, {"order": order}).owner.tobytes() != a.owner.tobytes()
 
 
+@pytest.mark.fault("config: impossible partitioner parameters")
 def test_bad_params(triangles):
     with pytest.raises(ConfigError, match="chunk_fraction"):
         grem(triangles, 2, 0, {"chunk_fraction": 0})
