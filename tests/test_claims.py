@@ -161,7 +161,7 @@ def test_sync_speed_and_samplers_verdicts():
 
 
 def _store(root: Path) -> str:
-    """Claims 1, 2 and 8 in a store built with MlflowClient: parents, jobs, a FAILED job and a
+    """Claims 1, 2, 8 (and one run of 4) in a store built with MlflowClient: parents, jobs, a FAILED job and a
     job re-run (only the newest counts)."""
     import mlflow
     from mlflow.entities import Metric, Param
@@ -206,6 +206,9 @@ def _store(root: Path) -> str:
                   "seed": seed}  # fmt: skip
         job(eight, f"{seed}{batching}", params,
             {"computation_cost": 100.0 + seed if batching == "random" else 70.0})  # fmt: skip
+    four = experiment("claim_4")  # the reference alone: nothing to compare it with yet
+    job(four, "c0", {"dataset.name": "g", "train.mode": "centralized", "sync_interval": 1,
+                     "seed": 0}, {"test_f1_micro": 0.8})  # fmt: skip
     return uri
 
 
@@ -222,7 +225,10 @@ def test_table_from_a_fixture_store(tmp_path):
     text = doc.read_text()
     assert text.count("| **open** |") == 7
     assert "| [8](#claim-8) |" in text and "`claim_8_cohesive_batches`" in text
-    assert "70 ± 0 (n=3)" in text  # cohesive cost, mean ± std over the three seeds
+    assert "70 ± 0 (n=3)" in text
+    assert (
+        "1 FINISHED runs, not yet the ones the verdict compares" in text
+    )  # claim 4  # cohesive cost, mean ± std over the three seeds
     for number in (1, 8):  # plots where a claim has runs and a plot
         png = doc.parent / "claims" / f"claim_{number}.png"
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
