@@ -166,12 +166,26 @@ def judge_rf(frame: pd.DataFrame) -> Verdict | None:
     ours = (
         f"SPRING's RF {reduction.median():.0%} lower (median; {_span(reduction, '.0%')}); "
         f">= 20% lower in {in_band}/{total} comparisons, lower in {lower}/{total}"
+        + balance_note(frame)
     )
     if in_band == total:
         return Verdict(ours, "holds", "at least 20% lower in every (graph, p, baseline)")
     if lower * 2 >= total:
         return Verdict(ours, "holds partly", "lower in most comparisons, not always by 20%")
     return Verdict(ours, "refuted", "SPRING's RF is not lower in most comparisons")
+
+
+def balance_note(frame: pd.DataFrame) -> str:
+    """Runs above their partitioner's vertex balance bound (their RF is not a balanced RF)."""
+    if not _has(frame, "vertex_balance", "vertex_balance_bound"):
+        return ""
+    over = frame[frame["vertex_balance"] > frame["vertex_balance_bound"]]
+    if over.empty:
+        return ""
+    names = ", ".join(
+        f"{r['partitioner.name']} {r['dataset.name']} p={r['p']}" for _, r in over.iterrows()
+    )
+    return f"; over their balance bound: {names}"
 
 
 def detail_rf(frame: pd.DataFrame) -> list[str]:
@@ -183,6 +197,12 @@ def detail_rf(frame: pd.DataFrame) -> list[str]:
         "",
     ]
     lines += _frame_markdown(reduction, ".0%")
+    if "vertex_balance" in frame:
+        lines += ["", "Largest vertex_balance over the graphs (max part / mean part):", ""]
+        balance = frame.pivot_table(
+            index="p", columns="partitioner.name", values="vertex_balance", aggfunc="max"
+        )
+        lines += _frame_markdown(balance, ".3f")
     return lines
 
 
