@@ -14,7 +14,7 @@ import torch
 from gnnbench.data.builder import GraphStoreBuilder
 from gnnbench.data.graph_ops import csr_from_edges
 from gnnbench.data.store import GraphStore
-from gnnbench.errors import ConfigError
+from gnnbench.errors import ConfigError, DataError
 from gnnbench.partition.book import PartitionBook
 from gnnbench.train.metrics import confusion_counts, f1_scores
 from gnnbench.train.models import MODELS
@@ -261,7 +261,7 @@ def test_failing_worker_fails_the_run_fast(graph, tmp_path):
     signal.alarm(60)
     started = time.monotonic()
     try:
-        with pytest.raises(RuntimeError, match=r"^worker 1 failed: FileNotFoundError"):
+        with pytest.raises(DataError, match=r"^worker 1 failed: .*part-1: unreadable partition"):
             run_training(store.path, broken, {"mode": "model_avg", **FAST}, SAGE, 2, 1, 0)
     finally:
         signal.alarm(0)
@@ -273,13 +273,15 @@ def skewed_book(store: GraphStore, path: Path, share: float) -> Path:
     """A p=2 book whose partition 0 owns `share` of the nodes (hence of the training nodes)."""
     import json
 
+    from gnnbench.partition.book import FORMAT_VERSION, manifest
     from gnnbench.partition.gnn_ready import build_partitions
 
     owner = (np.random.default_rng(1).random(store.num_nodes) > share).astype(np.int32)
     path.mkdir()
     np.save(path / "owner.npy", owner)
     metrics = build_partitions(store, owner, 2, path)
-    (path / "meta.json").write_text(json.dumps({"p": 2, "metrics": metrics}))
+    meta = {"format_version": FORMAT_VERSION, "p": 2, "metrics": metrics, "files": manifest(path)}
+    (path / "meta.json").write_text(json.dumps(meta))
     return path
 
 
@@ -319,7 +321,7 @@ def test_grad_avg_failing_worker_fails_fast(graph, tmp_path):
     shutil.copytree(book, broken)
     (broken / "part-1" / "indptr.npy").unlink()
     started = time.monotonic()
-    with pytest.raises(RuntimeError, match=r"^worker 1 failed: FileNotFoundError"):
+    with pytest.raises(DataError, match=r"^worker 1 failed: .*part-1: unreadable partition"):
         run_training(store.path, broken, {"mode": "grad_avg", **FAST}, SAGE, 2, 1, 0)
     assert time.monotonic() - started < 30
 
