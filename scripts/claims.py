@@ -47,7 +47,7 @@ class Verdict:
     """Our figure, the verdict and why, for one claim."""
 
     ours: str
-    verdict: str  # holds | holds partly | refuted | not testable here
+    verdict: str  # holds | holds partly | refuted | not testable here | open (not run)
     why: str
 
 
@@ -156,6 +156,8 @@ def rf_reductions(frame: pd.DataFrame) -> pd.Series:
 
 
 def judge_rf(frame: pd.DataFrame) -> Verdict | None:
+    """Holds if SPRING's RF is >= 20% lower in every (graph, p, baseline); partly if it is
+    lower in half of them."""
     if not _has(frame, "partitioner.name", "replication_factor"):
         return None
     reduction = rf_reductions(frame)
@@ -189,6 +191,7 @@ def balance_note(frame: pd.DataFrame) -> str:
 
 
 def detail_rf(frame: pd.DataFrame) -> list[str]:
+    """RF per partitioner, SPRING's reduction per baseline, the largest vertex balance."""
     lines = mean_std_table(frame, ["dataset.name", "p"], "partitioner.name", "replication_factor")
     reduction = rf_reductions(frame).unstack()
     lines += [
@@ -207,13 +210,15 @@ def detail_rf(frame: pd.DataFrame) -> list[str]:
 
 
 def plot_rf(frame: pd.DataFrame):
+    """SPRING's RF reduction per baseline and p against the paper's 20-50% band."""
     reduction = rf_reductions(frame)
     if reduction.empty:
         return None
-    wide = reduction.groupby(level=["p", 2]).median().unstack()
+    by_p = reduction.groupby(level=["p", 2])
     return bar_figure(
-        wide, "RF reduction vs baseline (median over graphs)", "claim 1: 1 - RF(SPRING)/RF(x)",
-        band=(0.20, 0.50),
+        by_p.median().unstack(), "1 - RF(SPRING) / RF(baseline)",
+        "claim 1: bars median over graphs, whiskers range", band=(0.20, 0.50),
+        spread=(by_p.min().unstack(), by_p.max().unstack()),
     )  # fmt: skip
 
 
@@ -228,6 +233,7 @@ def merge_orders(frame: pd.DataFrame) -> pd.Series:
 
 
 def judge_merge(frame: pd.DataFrame) -> Verdict | None:
+    """Holds if merging cuts the cluster count by >= 1 order of magnitude for every (graph, p)."""
     if not _has(frame, "clusters_before_merge", "clusters_after_merge"):
         return None
     orders = merge_orders(frame)
@@ -241,6 +247,7 @@ def judge_merge(frame: pd.DataFrame) -> Verdict | None:
 
 
 def detail_merge(frame: pd.DataFrame) -> list[str]:
+    """Clusters before and after merging per (graph, p)."""
     table = frame.groupby(["dataset.name", "p"])[
         ["clusters_before_merge", "clusters_after_merge"]
     ].mean()
@@ -252,6 +259,7 @@ def detail_merge(frame: pd.DataFrame) -> list[str]:
 
 
 def memory_ratios(frame: pd.DataFrame) -> pd.Series:
+    """SPRING's heap peak over distdgl_metis's, per graph."""
     wide = _means(frame, ["dataset.name"], "partitioner.name", "partition_peak_mb")
     if not {"spring", "distdgl_metis"} <= set(wide):
         return pd.Series(dtype=float)
@@ -259,6 +267,7 @@ def memory_ratios(frame: pd.DataFrame) -> pd.Series:
 
 
 def judge_memory(frame: pd.DataFrame) -> Verdict | None:
+    """Holds if SPRING saves >= 97% on some graph; partly if it always saves something."""
     if not _has(frame, "partitioner.name", "partition_peak_mb"):
         return None
     ratio = memory_ratios(frame)
@@ -274,6 +283,7 @@ def judge_memory(frame: pd.DataFrame) -> Verdict | None:
 
 
 def detail_memory(frame: pd.DataFrame) -> list[str]:
+    """Heap peak per partitioner and graph, and the ratio."""
     wide = _means(frame, ["dataset.name"], "partitioner.name", "partition_peak_mb")
     wide["spring / distdgl_metis"] = memory_ratios(frame)
     return _frame_markdown(wide, ".4g")
@@ -295,6 +305,7 @@ def f1_gaps(frame: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
 
 
 def judge_model_avg(frame: pd.DataFrame) -> Verdict | None:
+    """Holds if model_avg is within 0.02 of centralized and every 10/20 epochs loses <= 0.02."""
     if not _has(frame, "train.mode", "sync_interval", "test_f1_micro"):
         return None
     gap, cost = f1_gaps(frame)
@@ -318,6 +329,7 @@ def judge_model_avg(frame: pd.DataFrame) -> Verdict | None:
 
 
 def detail_model_avg(frame: pd.DataFrame) -> list[str]:
+    """Test micro-F1 per graph and mode / interval, mean ± std over seeds."""
     mode = frame["train.mode"] + frame["sync_interval"].map(lambda s: f" / {s:g}")
     mode = mode.where(frame["train.mode"] != "centralized", "centralized")
     labelled = frame.assign(**{"mode / interval": mode})
@@ -325,6 +337,7 @@ def detail_model_avg(frame: pd.DataFrame) -> list[str]:
 
 
 def plot_model_avg(frame: pd.DataFrame):
+    """model_avg's F1 against the averaging interval, one line per graph."""
     if not _has(frame, "train.mode", "test_f1_micro"):
         return None
     averaged = frame[frame["train.mode"] == "model_avg"]
@@ -336,6 +349,7 @@ def plot_model_avg(frame: pd.DataFrame):
 
 
 def judge_hops(frame: pd.DataFrame) -> Verdict | None:
+    """At best partly (hops=0 is untestable): two hops gain <= 0.01 micro-F1 on every graph."""
     if not _has(frame, "partitioner.hops", "test_f1_micro"):
         return None
     wide = _means(frame, ["dataset.name"], "partitioner.hops", "test_f1_micro")
@@ -349,6 +363,7 @@ def judge_hops(frame: pd.DataFrame) -> Verdict | None:
 
 
 def detail_hops(frame: pd.DataFrame) -> list[str]:
+    """Test micro-F1 per graph and hops, mean ± std over seeds."""
     return mean_std_table(frame, ["dataset.name"], "partitioner.hops", "test_f1_micro")
 
 
@@ -356,6 +371,7 @@ def detail_hops(frame: pd.DataFrame) -> list[str]:
 
 
 def judge_sync_speed(frame: pd.DataFrame) -> Verdict | None:
+    """Holds if model_avg's epochs are within 10% of grad_avg's with fewer all-reduces per epoch."""
     if not _has(frame, "train.mode", "epoch_time_s", "sync_count"):
         return None
     time = _means(frame, ["dataset.name"], "train.mode", "epoch_time_s")
@@ -376,6 +392,7 @@ def judge_sync_speed(frame: pd.DataFrame) -> Verdict | None:
 
 
 def detail_sync_speed(frame: pd.DataFrame) -> list[str]:
+    """Epoch time and all-reduces per epoch per graph and mode."""
     lines = mean_std_table(frame, ["dataset.name"], "train.mode", "epoch_time_s")
     return ["Epoch time s:", "", *lines, "", "All-reduces per epoch:", ""] + mean_std_table(
         frame, ["dataset.name"], "train.mode", "sync_count"
@@ -396,6 +413,7 @@ def grem_metis_gaps(frame: pd.DataFrame) -> pd.Series:
 
 
 def judge_grem(frame: pd.DataFrame) -> Verdict | None:
+    """At best partly (refinement is not isolable): GREM's cut within 1 point of METIS's."""
     if not _has(frame, "partitioner.name", "edge_cut"):
         return None
     gap = grem_metis_gaps(frame)
@@ -414,6 +432,7 @@ def judge_grem(frame: pd.DataFrame) -> Verdict | None:
 
 
 def detail_grem(frame: pd.DataFrame) -> list[str]:
+    """Edge cut of METIS and GREM per chunk fraction, GREM's refinement moves."""
     grem = frame[frame["partitioner.name"] == "grem"]
     lines = ["Edge cut, METIS and GREM per chunk fraction:", ""]
     label = grem["partitioner.chunk_fraction"].map(lambda c: f"grem {c:g}")
@@ -429,6 +448,7 @@ def detail_grem(frame: pd.DataFrame) -> list[str]:
 
 
 def plot_grem(frame: pd.DataFrame):
+    """GREM's edge cut minus METIS's per graph and p, against a 1-point band."""
     gap = grem_metis_gaps(frame)
     if gap.empty:
         return None
@@ -443,6 +463,7 @@ def plot_grem(frame: pd.DataFrame):
 
 
 def cohesive_savings(frame: pd.DataFrame) -> pd.Series:
+    """1 - cost(cohesive) / cost(random) per (graph, batches per epoch), on seed means."""
     wide = _means(
         frame, ["dataset.name", "train.batches_per_epoch"], "train.batching", "computation_cost"
     )
@@ -452,13 +473,17 @@ def cohesive_savings(frame: pd.DataFrame) -> pd.Series:
 
 
 def judge_cohesive(frame: pd.DataFrame) -> Verdict | None:
+    """Holds if cohesive batches save >= 46% at every size; partly if always cheaper."""
     if not _has(frame, "train.batching", "computation_cost"):
         return None
     saving = cohesive_savings(frame)
     if saving.empty:
         return None
     in_band, total = _share(saving >= 0.46)
-    ours = f"cohesive saves {_span(saving, '.0%')} (median {saving.median():.0%}); >= 46% in {in_band}/{total}"
+    ours = (
+        f"cohesive saves {_span(saving, '.0%')} (median {saving.median():.0%}); "
+        f">= 46% in {in_band}/{total}"
+    )
     if in_band == total:
         return Verdict(ours, "holds", "46% or more saved at every size")
     if (saving > 0).all():
@@ -467,6 +492,7 @@ def judge_cohesive(frame: pd.DataFrame) -> Verdict | None:
 
 
 def detail_cohesive(frame: pd.DataFrame) -> list[str]:
+    """Computation cost per batching, mean ± std over seeds, and the saving."""
     lines = mean_std_table(
         frame, ["dataset.name", "train.batches_per_epoch"], "train.batching", "computation_cost"
     )
@@ -475,6 +501,7 @@ def detail_cohesive(frame: pd.DataFrame) -> list[str]:
 
 
 def plot_cohesive(frame: pd.DataFrame):
+    """The saving per graph and batch count against CM-GCN's 46-56%."""
     saving = cohesive_savings(frame)
     if saving.empty:
         return None
@@ -488,6 +515,7 @@ def plot_cohesive(frame: pd.DataFrame):
 
 
 def judge_strategy(frame: pd.DataFrame) -> Verdict | None:
+    """At best partly (the memory half is untestable): cluster-batch F1 within 0.02 of the best."""
     if not _has(frame, "train.strategy", "test_f1_micro"):
         return None
     f1 = _means(frame, ["dataset.name"], "train.strategy", "test_f1_micro")
@@ -504,6 +532,7 @@ def judge_strategy(frame: pd.DataFrame) -> Verdict | None:
 
 
 def detail_strategy(frame: pd.DataFrame) -> list[str]:
+    """Test micro-F1 and epoch time per graph and batch strategy."""
     lines = ["Test micro-F1:", ""]
     lines += mean_std_table(frame, ["dataset.name"], "train.strategy", "test_f1_micro")
     lines += ["", "Epoch time s:", ""]
@@ -514,6 +543,7 @@ def detail_strategy(frame: pd.DataFrame) -> list[str]:
 
 
 def judge_samplers(frame: pd.DataFrame) -> Verdict | None:
+    """Holds if some sampler count cuts the trainers' batch wait on every graph."""
     if not _has(frame, "train.sampler_workers", "batch_wait_s"):
         return None
     wait = _means(frame, ["dataset.name"], "train.sampler_workers", "batch_wait_s")
@@ -531,10 +561,12 @@ def judge_samplers(frame: pd.DataFrame) -> Verdict | None:
 
 
 def detail_samplers(frame: pd.DataFrame) -> list[str]:
+    """Batch wait per graph and sampler count, mean ± std over seeds."""
     return mean_std_table(frame, ["dataset.name"], "train.sampler_workers", "batch_wait_s")
 
 
 def plot_samplers(frame: pd.DataFrame):
+    """Batch wait against sampler processes per trainer, one line per graph."""
     if not _has(frame, "train.sampler_workers", "batch_wait_s"):
         return None
     wide = _means(frame, ["train.sampler_workers"], "dataset.name", "batch_wait_s")
@@ -566,13 +598,25 @@ def _figure(ylabel: str, title: str):
     return figure, ax
 
 
-def bar_figure(wide: pd.DataFrame, ylabel: str, title: str, band: tuple[float, float]):
-    """Grouped bars (index on x, one bar per column) over the paper's band, shaded."""
+def bar_figure(
+    wide: pd.DataFrame,
+    ylabel: str,
+    title: str,
+    band: tuple[float, float],
+    spread: tuple[pd.DataFrame, pd.DataFrame] | None = None,
+):
+    """Grouped bars (index on x, one bar per column) over the paper's band, shaded; `spread`
+    (low, high frames shaped like `wide`) draws whiskers."""
     figure, ax = _figure(ylabel, title)
     width = 0.8 / max(1, len(wide.columns))
     for i, column in enumerate(wide.columns):
         xs = [x + (i - (len(wide.columns) - 1) / 2) * width for x in range(len(wide))]
-        ax.bar(xs, wide[column].to_numpy(), width, label=str(column))
+        heights = wide[column].to_numpy()
+        whiskers = None
+        if spread is not None:
+            low, high = spread[0][column].to_numpy(), spread[1][column].to_numpy()
+            whiskers = [heights - low, high - heights]
+        ax.bar(xs, heights, width, yerr=whiskers, capsize=3, label=str(column))
     ax.axhspan(*band, color="tab:green", alpha=0.12, label="paper", zorder=0)
     ax.set_xticks(range(len(wide)), [_tick(key) for key in wide.index])
     ax.legend(title=str(wide.columns.name or ""), fontsize=8)
@@ -662,6 +706,7 @@ CLAIMS = (
 
 
 def not_run(claim: Claim) -> Verdict:
+    """The verdict of a claim whose runs are absent: open, with the command that runs it."""
     command = f"`python scripts/claims.py --run --only {claim.number}`"
     return Verdict("not run in this session", "open", f"no FINISHED runs: {command}")
 
@@ -677,6 +722,7 @@ def _cell(text: str) -> str:
 
 
 def table_lines(verdicts: Sequence[tuple[Claim, Verdict]]) -> list[str]:
+    """The claims table, one row per claim."""
     lines = [
         "| # | claim (source) | `experiment=` | paper | ours | verdict | why | machine |",
         "|---|---|---|---|---|---|---|---|",

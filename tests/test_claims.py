@@ -161,8 +161,8 @@ def test_sync_speed_and_samplers_verdicts():
 
 
 def _store(root: Path) -> str:
-    """Claims 1, 2, 8 (and one run of 4) in a store built with MlflowClient: parents, jobs, a FAILED job and a
-    job re-run (only the newest counts)."""
+    """Claims 1, 2, 8 (and one run of 4) in a store built with MlflowClient: parents, jobs,
+    a FAILED job and a job re-run (only the newest counts)."""
     import mlflow
     from mlflow.entities import Metric, Param
 
