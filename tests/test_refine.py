@@ -103,6 +103,17 @@ def test_refine_result_adds_passes_and_keeps_the_partitioners_array(triangles):
     assert result.stats["passes"] == 2 and result.stats["refine_moves_1"] == 2
 
 
+def test_refined_books_are_keyed_by_the_refinement_version(monkeypatch):
+    import gnnbench.partition.refine as refine_module
+
+    plain = {"name": "ldg", "hops": 1, "refine_passes": 0}
+    refined = {**plain, "refine_passes": 2}
+    before = book_path("g", "f", refined, 4, 0), book_path("g", "f", plain, 4, 0)
+    monkeypatch.setattr(refine_module, "REFINE_VERSION", "next")
+    after = book_path("g", "f", refined, 4, 0), book_path("g", "f", plain, 4, 0)
+    assert before[0] != after[0] and before[1] == after[1]
+
+
 def test_partition_stage_refines_inside_the_measured_step(triangles, gnnbench_home):
     plain = {"name": "hash", "hops": 1}
     refined = {**plain, "refine_passes": 2}

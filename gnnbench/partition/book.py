@@ -58,6 +58,10 @@ def book_path(
     }
     if not node_data:
         identity["structure_only"] = True
+    if partitioner.get("refine_passes"):  # a refined book also depends on the post-pass's code
+        from gnnbench.partition.refine import REFINE_VERSION
+
+        identity["refine_version"] = REFINE_VERSION
     # a cap changes whether it runs, not what; the balance bound only what is reported
     for key in ("memory_limit_gb", "max_vertex_balance"):
         identity["partitioner"].pop(key, None)
