@@ -23,8 +23,11 @@ from typing import Any
 from gnnbench.data.adjacency import ensure_adjacency
 from gnnbench.data.store import GraphStore
 from gnnbench.errors import ConfigError
-from gnnbench.partition.algorithms.ldg import SCORE_FENNEL, node_stream_partition
+from gnnbench.partition.algorithms.ldg import SCORE_FENNEL, capacity_bound, node_stream_partition
 from gnnbench.partition.base import PARTITIONERS, PartitionResult
+
+# Bump when this module's output changes: part of every partition book's cache key.
+VERSION = "1"
 
 
 def fennel_alpha(num_edges: int, num_nodes: int, p: int) -> float:
@@ -48,3 +51,4 @@ def fennel(store: GraphStore, p: int, seed: int, params: Mapping[str, Any]) -> P
 
 
 fennel.prepare_store = ensure_adjacency  # built before measurement, as for LDG
+fennel.vertex_balance_bound = lambda params, p, n: capacity_bound(params, n, p)

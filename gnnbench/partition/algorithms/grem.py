@@ -41,122 +41,25 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numba
 import numpy as np
 
-from gnnbench.data.graph_ops import bfs_from
 from gnnbench.data.store import GraphStore
 from gnnbench.errors import ConfigError
 from gnnbench.partition.base import PARTITIONERS, PartitionResult
+from gnnbench.partition.chunk_graph import (
+    chunk_csr,
+    reset_local,
+    resolve_seed_method,
+    seed_membership,
+    subgraph,
+)
 
 # Bump when this module's output changes: part of every partition book's cache key.
 VERSION = "1"
-
-SEED_METHODS = ("auto", "pymetis", "bfs")
-
-
-@numba.njit(cache=True)
-def _chunk_csr(edges, group, parts, local):
-    """CSR of a chunk's within-group edges over its nodes (sorted ids); `local` maps id -> row."""
-    m = edges.shape[0]
-    n = group.shape[0]
-    inside = np.zeros(m, dtype=np.bool_)
-    touched = np.empty(min(2 * m, n), dtype=np.int64)
-    count = 0
-    internal = 0
-    for k in range(m):
-        u = edges[k, 0]
-        v = edges[k, 1]
-        g = group[u]
-        if group[v] != g or parts[g] < 2:
-            continue
-        inside[k] = True
-        internal += 1
-        if local[u] < 0:
-            local[u] = 0
-            touched[count] = u
-            count += 1
-        if local[v] < 0:
-            local[v] = 0
-            touched[count] = v
-            count += 1
-    if count * 16 > n:  # scanning the marks is cheaper than sorting
-        nodes = np.empty(count, dtype=np.int64)
-        i = 0
-        for v in range(n):
-            if local[v] == 0:
-                nodes[i] = v
-                i += 1
-    else:
-        nodes = np.sort(touched[:count])
-    for i in range(count):
-        local[nodes[i]] = i
-    indptr = np.zeros(count + 1, dtype=np.int64)
-    for k in range(m):
-        if inside[k]:
-            indptr[local[edges[k, 0]] + 1] += 1
-            indptr[local[edges[k, 1]] + 1] += 1
-    for i in range(count):
-        indptr[i + 1] += indptr[i]
-    cursor = indptr[:-1].copy()
-    indices = np.empty(2 * internal, dtype=np.int32)
-    for k in range(m):
-        if inside[k]:
-            lu = local[edges[k, 0]]
-            lv = local[edges[k, 1]]
-            indices[cursor[lu]] = lv
-            cursor[lu] += 1
-            indices[cursor[lv]] = lu
-            cursor[lv] += 1
-    return nodes, indptr, indices
-
-
-@numba.njit(cache=True)
-def _reset_local(local, nodes):
-    for i in range(nodes.shape[0]):
-        local[nodes[i]] = -1
-
-
-@numba.njit(cache=True)
-def _subgraph(indptr, indices, rows):
-    """The CSR induced by the sorted local rows `rows` (their edges stay among them)."""
-    relabel = np.full(indptr.shape[0] - 1, -1, dtype=np.int64)
-    for i in range(rows.shape[0]):
-        relabel[rows[i]] = i
-    sub_indptr = np.zeros(rows.shape[0] + 1, dtype=np.int64)
-    for i in range(rows.shape[0]):
-        r = rows[i]
-        sub_indptr[i + 1] = sub_indptr[i] + indptr[r + 1] - indptr[r]
-    sub_indices = np.empty(sub_indptr[-1], dtype=np.int32)
-    for i in range(rows.shape[0]):
-        r = rows[i]
-        base = sub_indptr[i] - indptr[r]
-        for e in range(indptr[r], indptr[r + 1]):
-            sub_indices[base + e] = relabel[indices[e]]
-    return sub_indptr, sub_indices
-
-
-@numba.njit(cache=True)
-def _bfs_bisect(indptr, indices, target0):
-    """Side 0 = the first `target0` nodes of a BFS from a pseudo-peripheral node, then onwards."""
-    n = indptr.shape[0] - 1
-    visited = np.zeros(n, dtype=np.bool_)
-    order = np.empty(n, dtype=np.int64)
-    end = bfs_from(indptr, indices, 0, visited, order, 0)
-    start = order[end - 1]
-    visited[:] = False
-    filled = bfs_from(indptr, indices, start, visited, order, 0)
-    next_unvisited = 0
-    while filled < n:
-        while visited[next_unvisited]:
-            next_unvisited += 1
-        filled = bfs_from(indptr, indices, next_unvisited, visited, order, filled)
-    membership = np.ones(n, dtype=np.int8)
-    for i in range(min(target0, n)):
-        membership[order[i]] = 0
-    return membership
 
 
 @numba.njit(cache=True)
@@ -319,61 +222,130 @@ def _next_group(group, side, child0, child1):
         group[v] = child1[g] if side[v] == 1 else child0[g]
 
 
-def _resolve_seed_method(name: str) -> str:
-    if name not in SEED_METHODS:
-        raise ConfigError(
-            f"partitioner.seed_method: expected one of {', '.join(SEED_METHODS)}, got {name!r}"
+@dataclass
+class _Level:
+    """One level of the recursive bisection: each group's side shares, capacities and loads."""
+
+    shares0: np.ndarray  # parts of each group going to side 0 (floor(k/2))
+    shares1: np.ndarray
+    caps: np.ndarray  # (groups, 2) node capacity of each side
+    load: np.ndarray  # (groups, 2) nodes placed on each side so far
+    seeded: np.ndarray  # whether each group's seed chunk has been bisected
+
+    @classmethod
+    def of(cls, group: np.ndarray, parts: np.ndarray) -> _Level:
+        shares0 = parts // 2
+        shares1 = parts - shares0
+        nodes = np.bincount(group, minlength=len(parts)).astype(np.int64)
+        caps = np.stack([-(-nodes * shares0 // parts), -(-nodes * shares1 // parts)], 1)
+        empty = np.zeros((len(parts), 2), dtype=np.int64)
+        return cls(shares0, shares1, caps, empty, np.zeros(len(parts), dtype=np.bool_))
+
+
+@dataclass
+class _State:
+    """Per-node state across levels: O(|V|)."""
+
+    group: np.ndarray  # int32 group of each node
+    side: np.ndarray  # int8 side within its group at this level, -1 unassigned
+    stored0: np.ndarray  # float32 neighbour-count estimates, averaged over chunks
+    stored1: np.ndarray
+    local: np.ndarray  # int32 chunk-local index, -1 outside the current chunk
+
+    @classmethod
+    def of(cls, n: int) -> _State:
+        return cls(
+            np.zeros(n, dtype=np.int32),
+            np.empty(n, dtype=np.int8),
+            np.empty(n, dtype=np.float32),
+            np.empty(n, dtype=np.float32),
+            np.full(n, -1, dtype=np.int32),
         )
-    if name == "bfs":
-        return "bfs"
-    try:
-        from pymetis import CSRAdjacency  # noqa: F401  (pymetis >= 2025.2)
-    except ImportError:
-        if name == "pymetis":
-            raise ConfigError(
-                "partitioner.seed_method: 'pymetis' (>= 2025.2) is not installed "
-                "(pip install pymetis), or use 'bfs' / 'auto'"
-            ) from None
-        return "bfs"
-    return "pymetis"
 
 
-def _seed_membership(
-    method: str, indptr: np.ndarray, indices: np.ndarray, k0: int, k: int, seed: int
-) -> np.ndarray:
-    """Bisect one group's seed chunk: side per node (int8), side 0 taking k0/k of the nodes."""
-    n = len(indptr) - 1
-    if method == "pymetis":
-        import pymetis
-
-        share0 = k0 / k
-        _, membership = pymetis.part_graph(
-            2,
-            pymetis.CSRAdjacency(indptr, indices),
-            tpwgts=[share0, 1.0 - share0],
-            recursive=True,
-            options=pymetis.Options(seed=int(seed)),
-        )
-        return np.asarray(membership, dtype=np.int8)
-    return _bfs_bisect(indptr, indices, (2 * n * k0 + k) // (2 * k))
-
-
-@PARTITIONERS.register("grem")
-def grem(store: GraphStore, p: int, seed: int, params: Mapping[str, Any]) -> PartitionResult:
-    """GREM over the store's edge stream; one pass per level of the recursive bisection."""
+def _chunk_size(params: Mapping[str, Any], num_edges: int) -> tuple[float, int]:
+    """(chunk_fraction, edges per chunk), checked."""
     fraction = float(params.get("chunk_fraction", 0.10))
     if not 0.0 < fraction <= 1.0:
         raise ConfigError(
             f"partitioner.chunk_fraction: expected a number in (0, 1], got {fraction}"
         )
-    method = _resolve_seed_method(str(params.get("seed_method", "auto")))
-    n = store.num_nodes
-    chunk_edges = max(1, math.ceil(fraction * store.num_edges))
+    chunk_edges = max(1, math.ceil(fraction * num_edges))
     if 2 * chunk_edges >= 2**31:
         raise ConfigError(
             f"partitioner.chunk_fraction: chunks of {chunk_edges} edges are too large "
             "(at most 2^30 edges per chunk)"
         )
+    return fraction, chunk_edges
+
+
+def _seed_groups(level, state, parts, nodes, indptr, indices, method, seed, stats) -> np.ndarray:
+    """Bisect, alone, each group meeting its first chunk here; returns which were seeded before."""
+    active = level.seeded.copy()
+    node_group = state.group[nodes]
+    for g in np.unique(node_group[~level.seeded[node_group]]):
+        rows = np.flatnonzero(node_group == g)
+        if len(rows) == len(nodes):
+            sub_indptr, sub_indices = indptr, indices
+        else:
+            sub_indptr, sub_indices = subgraph(indptr, indices, rows)
+        membership = seed_membership(
+            method, sub_indptr, sub_indices, int(level.shares0[g]), int(parts[g]), seed
+        )
+        _apply_seed(nodes, rows, membership, state.side, level.load, level.caps, g)
+        level.seeded[g] = True
+        stats["seeded_groups"] += 1
+    return active
+
+
+def _bisect_level(stream, state: _State, parts: np.ndarray, method, seed, stats) -> _Level:
+    """One pass over the edge stream bisecting every group with more than one part."""
+    level = _Level.of(state.group, parts)
+    state.side[:] = -1
+    state.stored0[:] = 0
+    state.stored1[:] = 0
+    for chunk in stream:
+        nodes, indptr, indices = chunk_csr(chunk, state.group, parts, state.local)
+        if len(nodes) == 0:
+            continue
+        active = _seed_groups(level, state, parts, nodes, indptr, indices, method, seed, stats)
+        stats["refinement_moves"] += int(
+            _greedy_chunk(
+                nodes, indptr, indices, state.group, active, state.side, state.stored0,
+                state.stored1, level.load, level.caps, level.shares0, level.shares1,
+            )
+        )  # fmt: skip
+        reset_local(state.local, nodes)
+        del nodes, indptr, indices
+    stats["unseen_nodes_placed"] += int(
+        _place_unseen(
+            state.group, parts, state.side, level.load, level.caps, level.shares0, level.shares1
+        )
+    )
+    return level
+
+
+def _split_groups(state: _State, level: _Level, parts, first_part) -> tuple[np.ndarray, ...]:
+    """Children: side 0 keeps the first floor(k/2) parts, side 1 the rest; leaves carry over."""
+    split = parts > 1
+    child0 = np.arange(len(parts)) + np.cumsum(split) - split
+    child1 = child0 + split
+    next_parts = np.empty(len(parts) + int(split.sum()), dtype=np.int64)
+    next_first = np.empty_like(next_parts)
+    next_parts[child0] = np.where(split, level.shares0, 1)
+    next_first[child0] = first_part
+    next_parts[child1[split]] = level.shares1[split]
+    next_first[child1[split]] = first_part[split] + level.shares0[split]
+    _next_group(state.group, state.side, child0.astype(np.int32), child1.astype(np.int32))
+    return next_parts, next_first
+
+
+@PARTITIONERS.register("grem")
+def grem(store: GraphStore, p: int, seed: int, params: Mapping[str, Any]) -> PartitionResult:
+    """GREM over the store's edge stream; one pass per level of the recursive bisection."""
+    fraction, chunk_edges = _chunk_size(params, store.num_edges)
+    method = resolve_seed_method(str(params.get("seed_method", "auto")))
+    n = store.num_nodes
     stats: dict[str, Any] = {
         "chunk_fraction": fraction,
         "chunk_edges": chunk_edges,
@@ -383,67 +355,15 @@ def grem(store: GraphStore, p: int, seed: int, params: Mapping[str, Any]) -> Par
         "unseen_nodes_placed": 0,
         "levels": 0,
     }
-    group = np.zeros(n, dtype=np.int32)
+    state = _State.of(n)
     first_part = np.array([0], dtype=np.int64)  # lowest part id of each group
     parts = np.array([p], dtype=np.int64)  # parts each group is split into
-    side = np.empty(n, dtype=np.int8)
-    stored0 = np.empty(n, dtype=np.float32)
-    stored1 = np.empty(n, dtype=np.float32)
-    local = np.full(n, -1, dtype=np.int32)
     stream = store.edge_stream(chunk_edges)
     while n and (parts > 1).any():
-        shares0 = parts // 2
-        shares1 = parts - shares0
-        group_nodes = np.bincount(group, minlength=len(parts)).astype(np.int64)
-        caps = np.stack([-(-group_nodes * shares0 // parts), -(-group_nodes * shares1 // parts)], 1)
-        load = np.zeros((len(parts), 2), dtype=np.int64)
-        seeded = np.zeros(len(parts), dtype=np.bool_)
-        side[:] = -1
-        stored0[:] = 0
-        stored1[:] = 0
-        for chunk in stream:
-            nodes, indptr, indices = _chunk_csr(chunk, group, parts, local)
-            if len(nodes) == 0:
-                continue
-            active = seeded.copy()
-            node_group = group[nodes]
-            for g in np.unique(node_group[~seeded[node_group]]):
-                rows = np.flatnonzero(node_group == g)
-                if len(rows) == len(nodes):
-                    sub_indptr, sub_indices = indptr, indices
-                else:
-                    sub_indptr, sub_indices = _subgraph(indptr, indices, rows)
-                membership = _seed_membership(
-                    method, sub_indptr, sub_indices, int(shares0[g]), int(parts[g]), seed
-                )
-                _apply_seed(nodes, rows, membership, side, load, caps, g)
-                seeded[g] = True
-                stats["seeded_groups"] += 1
-            del node_group
-            moves = _greedy_chunk(
-                nodes, indptr, indices, group, active, side, stored0, stored1, load, caps,
-                shares0, shares1,
-            )  # fmt: skip
-            stats["refinement_moves"] += int(moves)
-            _reset_local(local, nodes)
-            del nodes, indptr, indices
-        stats["unseen_nodes_placed"] += int(
-            _place_unseen(group, parts, side, load, caps, shares0, shares1)
-        )
-        # children: side 0 keeps the first floor(k/2) parts, side 1 the rest; leaves carry over
-        split = parts > 1
-        child0 = np.arange(len(parts)) + np.cumsum(split) - split
-        child1 = child0 + split
-        next_parts = np.empty(len(parts) + int(split.sum()), dtype=np.int64)
-        next_first = np.empty_like(next_parts)
-        next_parts[child0] = np.where(split, shares0, 1)
-        next_first[child0] = first_part
-        next_parts[child1[split]] = shares1[split]
-        next_first[child1[split]] = first_part[split] + shares0[split]
-        _next_group(group, side, child0.astype(np.int32), child1.astype(np.int32))
-        parts, first_part = next_parts, next_first
+        level = _bisect_level(stream, state, parts, method, seed, stats)
+        parts, first_part = _split_groups(state, level, parts, first_part)
         stats["levels"] += 1
-    owner = first_part[group].astype(np.int32) if n else np.zeros(0, dtype=np.int32)
+    owner = first_part[state.group].astype(np.int32) if n else np.zeros(0, dtype=np.int32)
     stats["passes"] = stream.passes
     return PartitionResult(owner, stats)
 

@@ -39,6 +39,9 @@ from gnnbench.partition.algorithms.fennel import fennel_alpha
 from gnnbench.partition.algorithms.ldg import capacity_of
 from gnnbench.partition.base import PARTITIONERS, PartitionResult
 
+# Bump when this module's output changes: part of every partition book's cache key.
+VERSION = "1"
+
 
 @numba.njit(cache=True)
 def _model_graph(nodes, starts, stops, indices, owner, local, sizes):

@@ -37,6 +37,9 @@ from gnnbench.data.store import GraphStore
 from gnnbench.errors import ConfigError
 from gnnbench.partition.base import PARTITIONERS, PartitionResult
 
+# Bump when this module's output changes: part of every partition book's cache key.
+VERSION = "1"
+
 SCORE_LDG = 0
 SCORE_FENNEL = 1
 
@@ -158,3 +161,12 @@ def ldg(store: GraphStore, p: int, seed: int, params: Mapping[str, Any]) -> Part
 # The on-disk adjacency is a one-time, cached view of the store (like degree.npy): the stage builds
 # it before the measurement starts, so the partitioner is measured streaming it, not building it.
 ldg.prepare_store = ensure_adjacency
+
+
+def capacity_bound(params: Mapping[str, Any], num_nodes: int, p: int) -> float:
+    """Stated vertex_balance bound: no part passes C + 1 nodes, C = capacity_factor * |V| / p."""
+    _, capacity = capacity_of(params, num_nodes, p)
+    return (capacity + 1) / (num_nodes / p)
+
+
+ldg.vertex_balance_bound = lambda params, p, n: capacity_bound(params, n, p)
