@@ -196,18 +196,10 @@ def partition_into(
     name = str(partitioner["name"])
     partition_fn = PARTITIONERS.get(name)
     params = algorithm_params(partitioner)
-    hops = int(partitioner.get("hops", 1))
-    if hops < 1:
-        raise DataError(f"partitioner.hops: expected >= 1, got {hops}")
+    hops = _hops(partitioner)
     limit_bytes = memory_limit_bytes(partitioner)
-    if getattr(partition_fn, "warm_up", True):  # out-of-process baselines have no JIT to warm
-        _warm_up(partition_fn, params, p, seed, hops)
-    prepare_store = getattr(partition_fn, "prepare_store", None)
-    if prepare_store is not None:  # cached per-store views (e.g. node-stream adjacency), unmeasured
-        prepare_store(store)
     refine_passes = refine_passes_of(partitioner)
-    if refine_passes:  # the refinement post-pass streams the same cached CSR; compiled unmeasured
-        prepare_refine(store)
+    _prepare_unmeasured(store, partition_fn, params, p, seed, hops, refine_passes)
     import memray  # noqa: F401  (the meter loads before the cap: a tiny cap must fail the partitioner, not the import)
 
     apply_memory_limit(limit_bytes)
@@ -229,8 +221,6 @@ def partition_into(
             f"{name} (GNN-ready step)",
             limit_bytes,
         )
-        _flamegraph(tmp / "partition.memray", tmp / "partition_flamegraph.html")
-        _flamegraph(tmp / "gnn_ready.memray", tmp / "gnn_ready_flamegraph.html")
         metrics.update(
             partition_time_s=seconds,
             partition_peak_mb=peak_mb,
@@ -238,12 +228,9 @@ def partition_into(
             gnn_ready_time_s=ready_seconds,
             gnn_ready_peak_mb=ready_peak_mb,
             passes=int(result.stats.pop("passes", 0)),
+            **result.measured,  # a baseline measured in its own process reports its own
+            **_balance_bound(name, params, p, store.num_nodes, partitioner),
         )
-        metrics.update(result.measured)  # a baseline measured in its own process reports its own
-        bound, bound_source = vertex_balance_bound(
-            name, params, p, store.num_nodes, partitioner.get("max_vertex_balance")
-        )
-        metrics.update(vertex_balance_bound=bound, vertex_balance_bound_source=bound_source)
         meta = {
             "format_version": FORMAT_VERSION,
             "algorithm": name,
@@ -258,9 +245,43 @@ def partition_into(
             "store": str(store.path),
             "metrics": metrics,
             "stats": result.stats,
-            "files": manifest(tmp),  # sizes and checksums, checked before the book is reused
         }
-        (tmp / "meta.json").write_text(json.dumps(meta, indent=2))
+        _seal(tmp, meta)
+
+
+def _prepare_unmeasured(store, partition_fn, params, p, seed, hops, refine_passes) -> None:
+    """What stays out of the measurement: JIT compilation on a tiny graph, and the cached
+    per-store views (node-stream adjacency) the partitioner or the refinement streams."""
+    if getattr(partition_fn, "warm_up", True):  # out-of-process baselines have no JIT to warm
+        _warm_up(partition_fn, params, p, seed, hops)
+    prepare_store = getattr(partition_fn, "prepare_store", None)
+    if prepare_store is not None:
+        prepare_store(store)
+    if refine_passes:
+        prepare_refine(store)
+
+
+def _balance_bound(name: str, params: dict, p: int, num_nodes: int, partitioner: dict) -> dict:
+    bound, source = vertex_balance_bound(
+        name, params, p, num_nodes, partitioner.get("max_vertex_balance")
+    )
+    return {"vertex_balance_bound": bound, "vertex_balance_bound_source": source}
+
+
+def _hops(partitioner: dict) -> int:
+    hops = int(partitioner.get("hops", 1))
+    if hops < 1:
+        raise DataError(f"partitioner.hops: expected >= 1, got {hops}")
+    return hops
+
+
+def _seal(book_dir: Path, meta: dict) -> None:
+    """The flamegraphs rendered, then meta.json last, with the manifest (sizes and checksums of
+    every other file) that is checked before the book is reused."""
+    _flamegraph(book_dir / "partition.memray", book_dir / "partition_flamegraph.html")
+    _flamegraph(book_dir / "gnn_ready.memray", book_dir / "gnn_ready_flamegraph.html")
+    meta = {**meta, "files": manifest(book_dir)}
+    (book_dir / "meta.json").write_text(json.dumps(meta, indent=2))
 
 
 def main(argv: list[str] | None = None) -> int:
