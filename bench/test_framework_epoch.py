@@ -1,0 +1,157 @@
+"""GraphSAGE epoch time of gnnbench against PyG's NeighborLoader and DGL's NeighborSampler.
+
+The same store, model (2 mean SAGEConv layers of 256, ReLU, dropout 0.5), fanouts 25/10, batch
+512, Adam 0.01 and thread count, in interleaved rounds (gnnbench, PyG, DGL, then again), so the
+load of a shared machine falls on all three alike. Each round trains a fresh model; a
+framework's figure is the median over rounds of its mean epoch time. Prints
+`epoch ratio gnnbench/dgl=<x> gnnbench/pyg=<y>` and a table; records, does not gate.
+
+PyG needs torch-sparse (`python -m gnnbench setup pyg_metis`), DGL its own environment
+(`python -m gnnbench setup distdgl_metis`); a framework that is not set up is left out, and the
+test skips when neither is. amazon_cs by default; cora under CI=true.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+
+from gnnbench.data.datasets import prepare_dataset
+from gnnbench.data.store import GraphStore
+from gnnbench.partition.baseline_envs import distdgl_env, torch_sparse_with_metis
+from gnnbench.paths import REPO_ROOT
+from gnnbench.train.runner import run_training
+
+pytestmark = pytest.mark.slow
+
+DATASET = "cora" if os.environ.get("CI") == "true" else "amazon_cs"
+EPOCHS = 3
+ROUNDS = 2 if os.environ.get("CI") == "true" else 3
+FANOUTS = [25, 10]
+BATCH_SIZE = 512
+HIDDEN = 256
+DROPOUT = 0.5
+LR = 0.01
+DGL_DRIVER = Path(__file__).resolve().parent / "framework_epoch_dgl.py"
+# Resolved at import, before bench/conftest.py points GNNBENCH_HOME at the bench cache: the DGL
+# environment is the user's (`setup distdgl_metis` under their GNNBENCH_HOME), not rebuilt there.
+DGL_ENV = distdgl_env()
+
+
+def gnnbench_epoch_s(store: GraphStore, threads: int, seed: int) -> float:
+    """gnnbench's centralized mean epoch time (its own epoch_time_s: compute, not evaluation)."""
+    torch.set_num_threads(threads)
+    train = {"mode": "centralized", "epochs": EPOCHS, "fanouts": FANOUTS, "batch_size": BATCH_SIZE,
+             "lr": LR, "eval_every": EPOCHS, "timeout_s": 600}  # fmt: skip
+    model = {"name": "sage", "layers": 2, "hidden": HIDDEN, "dropout": DROPOUT}
+    return run_training(store.path, None, train, model, 1, 1, seed)["epoch_time_s"]
+
+
+def pyg_epoch_s(store: GraphStore, threads: int, seed: int) -> float:
+    """PyG's documented mini-batch recipe: NeighborLoader subgraphs through SAGEConv layers,
+    the loss on the first batch_size (seed) rows; mean seconds of EPOCHS epochs."""
+    import numpy as np
+    import torch.nn.functional as F
+    from torch_geometric.data import Data
+    from torch_geometric.loader import NeighborLoader
+    from torch_geometric.nn import SAGEConv
+
+    torch.set_num_threads(threads)
+    torch.manual_seed(seed)
+    edges = torch.from_numpy(store.edges().astype(np.int64)).t()
+    data = Data(
+        x=torch.from_numpy(np.ascontiguousarray(store.features(), dtype=np.float32)),
+        y=torch.from_numpy(store.labels().astype(np.int64)),
+        edge_index=torch.cat([edges, edges.flip(0)], dim=1),
+        num_nodes=store.num_nodes,
+    )
+    train_ids = torch.from_numpy(store.split()["train"].astype(np.int64))
+    loader = NeighborLoader(
+        data, num_neighbors=FANOUTS, batch_size=BATCH_SIZE, input_nodes=train_ids, shuffle=True
+    )
+    convs = torch.nn.ModuleList(
+        [SAGEConv(store.feature_dim, HIDDEN), SAGEConv(HIDDEN, store.num_classes)]
+    )
+    optimiser = torch.optim.Adam(convs.parameters(), lr=LR)
+    seconds = []
+    for _ in range(EPOCHS):
+        start = time.perf_counter()
+        for batch in loader:
+            h = F.dropout(convs[0](batch.x, batch.edge_index).relu(), DROPOUT, training=True)
+            out = convs[1](h, batch.edge_index)[: batch.batch_size]
+            loss = F.cross_entropy(out, batch.y[: batch.batch_size])
+            optimiser.zero_grad()
+            loss.backward()
+            optimiser.step()
+        seconds.append(time.perf_counter() - start)
+    return statistics.fmean(seconds)
+
+
+def dgl_epoch_s(store: GraphStore, threads: int, seed: int) -> float:
+    """DGL 2.1's NeighborSampler and SAGEConv in the distdgl environment (bench driver)."""
+    command = [str(DGL_ENV / "bin" / "python"), str(DGL_DRIVER), "--store", str(store.path),
+               "--epochs", str(EPOCHS), "--fanouts", *map(str, FANOUTS),
+               "--batch-size", str(BATCH_SIZE), "--hidden", str(HIDDEN),
+               "--dropout", str(DROPOUT), "--lr", str(LR), "--threads", str(threads),
+               "--seed", str(seed)]  # fmt: skip
+    env = dict(os.environ, DGLBACKEND="pytorch", PYTHONNOUSERSITE="1")
+    env.pop("PYTHONPATH", None)  # gnnbench's environment must not leak into DGL's
+    completed = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+    if completed.returncode != 0:
+        raise RuntimeError(f"DGL driver exited with {completed.returncode}:\n{completed.stderr}")
+    return statistics.fmean(json.loads(completed.stdout.strip().splitlines()[-1])["epoch_s"])
+
+
+def available_frameworks() -> dict[str, str]:
+    """Baseline name -> why it is missing (empty string when it can run)."""
+    missing = {"pyg": "", "dgl": ""}
+    if not torch_sparse_with_metis():
+        missing["pyg"] = "torch-sparse not built (python -m gnnbench setup pyg_metis)"
+    if not (DGL_ENV / ".complete").is_file():
+        missing["dgl"] = f"no DGL environment at {DGL_ENV} (setup distdgl_metis)"
+    return missing
+
+
+def test_framework_epoch_time(benchmark):
+    missing = available_frameworks()
+    runners = {"gnnbench": gnnbench_epoch_s, "dgl": dgl_epoch_s, "pyg": pyg_epoch_s}
+    runners = {name: run for name, run in runners.items() if not missing.get(name)}
+    if len(runners) == 1:
+        pytest.skip("; ".join(missing.values()))
+    config = yaml.safe_load((REPO_ROOT / "conf" / "dataset" / f"{DATASET}.yaml").read_text())
+    store = prepare_dataset(config)
+    threads = os.cpu_count() or 1
+
+    def interleaved() -> dict[str, list[float]]:
+        rounds: dict[str, list[float]] = {name: [] for name in runners}
+        for seed in range(ROUNDS):
+            for name, run in runners.items():
+                rounds[name].append(run(store, threads, seed))
+        return rounds
+
+    rounds = benchmark.pedantic(interleaved, rounds=1, iterations=1)
+    median = {name: statistics.median(seconds) for name, seconds in rounds.items()}
+    ratios = {name: median["gnnbench"] / median[name] for name in median if name != "gnnbench"}
+    benchmark.extra_info.update(
+        dataset=DATASET, threads=threads, rounds={k: v for k, v in rounds.items()},
+        **{f"gnnbench_over_{name}": ratio for name, ratio in ratios.items()},
+    )  # fmt: skip
+    line = " ".join(f"gnnbench/{name}={ratio:.2f}" for name, ratio in ratios.items())
+    print(f"\n{DATASET}, {threads} threads, {ROUNDS} rounds of {EPOCHS} epochs")
+    print(f"epoch ratio {line}")
+    print(f"{'framework':<10} {'median s/epoch':>15}  rounds")
+    for name, seconds in rounds.items():
+        print(f"{name:<10} {median[name]:>15.3f}  " + " ".join(f"{s:.3f}" for s in seconds))
+    for name, why in missing.items():
+        if why:
+            print(f"{name:<10} {'not run':>15}  {why}", file=sys.stdout)
+    assert all(seconds > 0 for values in rounds.values() for seconds in values)
