@@ -128,9 +128,11 @@ def _order(value) -> tuple:
 def _mean_std(mean: float, std: float, size: float) -> str:
     if pd.isna(mean):
         return "—"
+    text = f"{mean:,.0f}" if abs(mean) >= 1000 else f"{mean:.4g}"
     if pd.isna(size) or size < 2:
-        return f"{mean:.4g}"
-    return f"{mean:.4g} ± {std:.2g} (n={int(size)})"
+        return text
+    spread = f"{std:,.0f}" if abs(std) >= 1000 else f"{std:.2g}"
+    return f"{text} ± {spread} (n={int(size)})"
 
 
 def _span(values: pd.Series, fmt: str) -> str:
@@ -436,9 +438,9 @@ def detail_grem(frame: pd.DataFrame) -> list[str]:
     grem = frame[frame["partitioner.name"] == "grem"]
     lines = ["Edge cut, METIS and GREM per chunk fraction:", ""]
     label = grem["partitioner.chunk_fraction"].map(lambda c: f"grem {c:g}")
-    both = pd.concat([grem.assign(run=label), frame[frame["partitioner.name"] == "metis"]])
-    both["run"] = both["run"].fillna("metis") if "run" in both else "metis"
-    lines += mean_std_table(both, ["dataset.name", "p"], "run", "edge_cut")
+    metis = frame[frame["partitioner.name"] == "metis"]
+    both = pd.concat([grem.assign(partitioner=label), metis.assign(partitioner="metis")])
+    lines += mean_std_table(both, ["dataset.name", "p"], "partitioner", "edge_cut")
     if "refinement_moves" in grem:
         lines += ["", "GREM's refinement moves per chunk fraction:", ""]
         lines += mean_std_table(
