@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from bench.gates import BaselineFile, Gate, failures, median_seconds, table
 from gnnbench.data.datasets import prepare_dataset
 from gnnbench.data.graph_ops import streaming_degree
 from gnnbench.data.store import GraphStore
-from gnnbench.track.gates import BaselineFile, Gate, failures, median_seconds, table
 
 BASELINES = Path(__file__).resolve().parent / "baselines"
 

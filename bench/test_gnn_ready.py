@@ -20,11 +20,11 @@ from pathlib import Path
 
 import pytest
 
+from bench.gates import paired_ratio
 from gnnbench.partition.base import PARTITIONERS, algorithm_params
 from gnnbench.partition.book import book_path
 from gnnbench.partition.gnn_ready import build_partitions
 from gnnbench.partition.stage import run_partition_stage
-from gnnbench.track.gates import paired_ratio
 
 from .conftest import make_power_law_store
 from .test_partitioner_throughput import partitioner_config

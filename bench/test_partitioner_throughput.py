@@ -12,10 +12,10 @@ import os
 import pytest
 from omegaconf import OmegaConf
 
+from bench.gates import paired_ratio
 from gnnbench.data.graph_ops import streaming_degree
 from gnnbench.partition.base import PARTITIONERS, algorithm_params, streaming_partitioners
 from gnnbench.paths import REPO_ROOT
-from gnnbench.track.gates import paired_ratio
 
 from .conftest import degree_pass_seconds, make_power_law_store
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gnnbench.track.gates import BaselineFile, Gate, failures, table
+from bench.gates import BaselineFile, Gate, failures, table
 
 REPO = Path(__file__).resolve().parent.parent
 
