@@ -15,6 +15,7 @@ from bench.gates import BaselineFile, Gate, failures, median_seconds, table
 from gnnbench.data.datasets import prepare_dataset
 from gnnbench.data.graph_ops import streaming_degree
 from gnnbench.data.store import GraphStore
+from gnnbench.paths import raw_dir
 
 BASELINES = Path(__file__).resolve().parent / "baselines"
 
@@ -49,6 +50,17 @@ def bench_home() -> Path:
         os.environ.pop("GNNBENCH_HOME", None)
     else:
         os.environ["GNNBENCH_HOME"] = previous
+
+
+def require_raw(relative_path: str | None) -> None:
+    """Skip a gate whose real dataset is not under GNNBENCH_RAW_DIR (fail under CI=true, where
+    the datasets are expected), as the tests do."""
+    if relative_path is None or (raw_dir() / relative_path).exists():
+        return
+    message = f"real dataset {relative_path} not under GNNBENCH_RAW_DIR={raw_dir()}"
+    if os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no"):
+        pytest.fail(message, pytrace=False)
+    pytest.skip(message)
 
 
 def make_power_law_store(num_edges: int) -> GraphStore:

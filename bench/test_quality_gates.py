@@ -18,6 +18,7 @@ from gnnbench.partition.base import PARTITIONERS, algorithm_params, streaming_pa
 from gnnbench.partition.gnn_ready import build_partitions
 from gnnbench.partition.refine import refine_result
 
+from .conftest import require_raw
 from .test_partitioner_throughput import partitioner_config
 
 P = 4
@@ -43,6 +44,7 @@ GRAPHS = {
 
 @functools.cache
 def gate_store(graph: str):
+    require_raw(GRAPHS[graph].get("path"))
     return prepare_dataset(GRAPHS[graph])
 
 

@@ -14,13 +14,22 @@ from gnnbench.partition.stage import run_partition_stage
 from gnnbench.paths import REPO_ROOT
 from gnnbench.train.runner import run_training
 
+from .conftest import require_raw
+
 AMAZON_CS = yaml.safe_load((REPO_ROOT / "conf" / "dataset" / "amazon_cs.yaml").read_text())
+
+
+def amazon_cs_store():
+    require_raw(AMAZON_CS["path"])
+    return prepare_dataset(dict(AMAZON_CS))
+
+
 TRAIN = {"epochs": 3, "fanouts": [25, 10], "batch_size": 512, "timeout_s": 300}
 MODEL = {"name": "sage", "layers": 2, "hidden": 256, "dropout": 0.5}
 
 
 def test_model_avg_over_grad_avg_epoch_time(benchmark):
-    store = prepare_dataset(dict(AMAZON_CS))
+    store = amazon_cs_store()
     book, _ = run_partition_stage(store, {"name": "spring", "hops": 1}, 2, 0)
 
     def train(mode: str) -> dict:
@@ -51,7 +60,7 @@ def test_sampler_processes_batch_wait(benchmark):
     """Armada on one machine: the trainer's wait for batches with one sampler process (k=1)
     against preparing them itself (k=0), centralized on amazon_cs. Recorded, not gated: with 2
     cores the sampler and the trainer share them."""
-    store = prepare_dataset(dict(AMAZON_CS))
+    store = amazon_cs_store()
 
     def train(sampler_workers: int) -> dict:
         settings = {"mode": "centralized", **TRAIN, "epochs": 2, "sampler_workers": sampler_workers}
@@ -85,7 +94,7 @@ def test_layerwise_inference_over_khop_batches(benchmark):
     from gnnbench.train.settings import Job, TrainSettings
     from gnnbench.train.worker import Worker
 
-    store = prepare_dataset(dict(AMAZON_CS))
+    store = amazon_cs_store()
     settings = TrainSettings.from_config({"mode": "centralized", **TRAIN}, MODEL, 1, 0)
     job = Job(settings, store.path, None, store.feature_dim, store.num_classes, False)
     worker = Worker(job, 0, 1, torch.device("cpu"))
