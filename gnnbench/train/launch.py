@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import logging
 import os
 import socket
 import sys
@@ -169,8 +170,18 @@ def _record_error(scratch: Path, rank: int, exc: BaseException) -> None:
     partial.rename(scratch / f"error-{rank}.json")
 
 
+def _log_like_parent(level: int) -> None:
+    """A spawned rank starts with logging unconfigured: send the gnnbench loggers' lines (rank 0's
+    progress) to stdout in the format Hydra gives the parent's, at the parent's level."""
+    handler = logging.StreamHandler(sys.stdout)
+    handler.setFormatter(logging.Formatter("[%(asctime)s][%(name)s][%(levelname)s] - %(message)s"))
+    logger = logging.getLogger("gnnbench")
+    logger.addHandler(handler)
+    logger.setLevel(level)
+
+
 def _spawned_worker(
-    rank: int, world_size: int, job: Job, port: int, scratch: Path, parent_pid: int
+    rank: int, world_size: int, job: Job, port: int, scratch: Path, parent_pid: int, log_level: int
 ) -> None:
     """Entry point of one spawned rank: result (rank 0) or error goes to a file in `scratch`.
 
@@ -185,6 +196,8 @@ def _spawned_worker(
     try:
         lifecycle.die_with_parent(parent_pid)
         lifecycle.ignore_interrupts_from_terminal()
+        if rank == 0:
+            _log_like_parent(log_level)
         device = resolve_device(job.settings, rank)
         if device.type == "cpu":  # the ranks share the cores instead of oversubscribing them
             torch.set_num_threads(max(1, _cores() // world_size))
@@ -260,12 +273,13 @@ def spawn_workers(job: Job, num_workers: int) -> dict:
     """Run `num_workers` ranks as spawned processes on this machine; rank 0's summary."""
     context = mp.get_context("spawn")
     port = _free_port()
+    log_level = logging.getLogger("gnnbench").getEffectiveLevel()
     with tempfile.TemporaryDirectory(prefix="gnnbench-train-") as scratch_dir:
         scratch = Path(scratch_dir)
         processes = [
             context.Process(
                 target=_spawned_worker,
-                args=(rank, num_workers, job, port, scratch, os.getpid()),
+                args=(rank, num_workers, job, port, scratch, os.getpid(), log_level),
                 daemon=False,  # a rank may start sampler processes; _stop ends it on any exit
             )
             for rank in range(num_workers)
