@@ -153,6 +153,7 @@ def ranks_training(job: Job, count: int = 4) -> list[int]:
     return matching(job.sid, SPAWNED)
 
 
+@pytest.mark.fault("signals: a training rank SIGKILLed")
 @pytest.mark.slow
 @pytest.mark.distributed
 def test_killed_worker_is_one_line_and_failed_run(job_in):
@@ -173,6 +174,7 @@ def test_killed_worker_is_one_line_and_failed_run(job_in):
     assert "Traceback" in job.artifact_text(run, "error.log")
 
 
+@pytest.mark.fault("signals: SIGTERM or SIGINT to the main process during training")
 @pytest.mark.slow
 @pytest.mark.distributed
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=lambda sig: sig.name)
@@ -191,6 +193,7 @@ def test_interrupted_training_stops_workers_and_kills_run(job_in, sig):
     assert run.info.status == "KILLED" and run.data.tags["error_type"] == "Interrupted"
 
 
+@pytest.mark.fault("signals: the main process SIGKILLed during training")
 @pytest.mark.slow
 @pytest.mark.distributed
 def test_sigkilled_main_takes_its_workers_along(job_in):
@@ -203,6 +206,7 @@ def test_sigkilled_main_takes_its_workers_along(job_in):
     assert_no_survivors(job.sid, 15)
 
 
+@pytest.mark.fault("signals: Ctrl-C during a sweep")
 @pytest.mark.slow
 @pytest.mark.distributed
 def test_ctrl_c_in_sweep_is_one_line_and_closes_parent(job_in):
@@ -221,6 +225,7 @@ def test_ctrl_c_in_sweep_is_one_line_and_closes_parent(job_in):
     assert by_role["parent"].info.status != "RUNNING"
 
 
+@pytest.mark.fault("signals: the main process SIGKILLed while partitioning")
 @pytest.mark.slow
 def test_sigkilled_main_takes_its_partition_process_along(job_in):
     """SIGKILL to the main process while it partitions: the partition subprocess goes too, at
@@ -233,6 +238,7 @@ def test_sigkilled_main_takes_its_partition_process_along(job_in):
     assert_no_survivors(job.sid, 4)
 
 
+@pytest.mark.fault("signals: a child whose parent died before it asked to die with it")
 def test_child_of_a_parent_already_gone_ends_itself():
     """die_with_parent closes the race of a parent dying before the child asked: a parent pid
     that is not its parent makes the child SIGKILL itself at once."""
@@ -251,6 +257,7 @@ def _crash(returncode: int) -> subprocess.CompletedProcess:
     return subprocess.CompletedProcess([], returncode, "", "")
 
 
+@pytest.mark.fault("signals: partition process SIGKILLed, no sign of memory pressure")
 def test_partition_process_killed_without_evidence_is_killed_not_oom(monkeypatch):
     """SIGKILL alone is no evidence of the OOM killer: Killed, naming the signal."""
     monkeypatch.setattr(lifecycle, "oom_kill_count", lambda: 3)
@@ -258,6 +265,7 @@ def test_partition_process_killed_without_evidence_is_killed_not_oom(monkeypatch
         stage._raise_for_crash(_crash(-9), {"name": "spring"}, oom_kills_before=3)
 
 
+@pytest.mark.fault("signals: partition process killed under a memory cap or by the OOM killer")
 def test_partition_process_killed_with_evidence_is_out_of_memory(monkeypatch):
     """Under a cap, or with the cgroup's OOM-kill counter risen meanwhile: OutOfMemory."""
     monkeypatch.setattr(lifecycle, "oom_kill_count", lambda: 4)
@@ -267,6 +275,7 @@ def test_partition_process_killed_with_evidence_is_out_of_memory(monkeypatch):
         stage._raise_for_crash(_crash(-11), {"name": "spring", "memory_limit_gb": 1})
 
 
+@pytest.mark.fault("signals: the real partition subprocess SIGKILLed by another process")
 @pytest.mark.slow
 def test_partition_process_killed_by_signal_ends_killed(gnnbench_home):
     """The real stage: its subprocess SIGKILLed by someone else (no cap, no OOM) -> Killed."""
