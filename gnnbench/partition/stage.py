@@ -228,9 +228,9 @@ def partition_into(
             gnn_ready_time_s=ready_seconds,
             gnn_ready_peak_mb=ready_peak_mb,
             passes=int(result.stats.pop("passes", 0)),
-            **result.measured,  # a baseline measured in its own process reports its own
             **_balance_bound(name, params, p, store.num_nodes, partitioner),
         )
+        metrics.update(result.measured)  # a baseline measured in its own process reports its own
         meta = {
             "format_version": FORMAT_VERSION,
             "algorithm": name,
