@@ -36,7 +36,12 @@ from gnnbench.data.adjacency import ensure_adjacency
 from gnnbench.data.store import GraphStore
 from gnnbench.errors import ConfigError
 from gnnbench.partition.algorithms.fennel import fennel_alpha
-from gnnbench.partition.algorithms.ldg import capacity_of
+from gnnbench.partition.algorithms.ldg import (
+    SCORE_FENNEL,
+    best_open_block,
+    capacity_of,
+    count_owners,
+)
 from gnnbench.partition.base import PARTITIONERS, PartitionResult
 
 # Bump when this module's output changes: part of every partition book's cache key.
@@ -147,20 +152,8 @@ def _place_buffer(nodes, starts, stops, indices, owner, sizes, target, capacity,
         t = target[i]
         if t < 0 or sizes[t] >= capacity:
             overflow += t >= 0
-            counts[:] = 0
-            for e in range(starts[i], stops[i]):
-                o = owner[indices[e]]
-                if o >= 0:
-                    counts[o] += 1
-            t = -1
-            best = 0.0
-            for j in range(p):
-                if sizes[j] >= capacity:
-                    continue
-                score = counts[j] - alpha * gamma * sizes[j] ** (gamma - 1.0)
-                if t < 0 or score > best or (score == best and sizes[j] < sizes[t]):
-                    t = j
-                    best = score
+            count_owners(starts[i], stops[i], indices, owner, counts)
+            t = best_open_block(counts, sizes, capacity, SCORE_FENNEL, alpha, gamma)
         owner[nodes[i]] = t
         sizes[t] += 1
     return overflow

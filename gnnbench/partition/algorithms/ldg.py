@@ -44,6 +44,35 @@ SCORE_LDG = 0
 SCORE_FENNEL = 1
 
 
+@numba.njit(cache=True, inline="always")
+def count_owners(start, stop, indices, owner, counts):
+    """counts[i] = neighbours indices[start:stop] already placed in partition i."""
+    counts[:] = 0
+    for e in range(start, stop):
+        o = owner[indices[e]]
+        if o >= 0:
+            counts[o] += 1
+
+
+@numba.njit(cache=True, inline="always")
+def best_open_block(counts, sizes, capacity, score_kind, alpha, gamma):
+    """The open partition (|P_i| < C) of best LDG or Fennel score; ties to the smaller, then
+    to the lower index. C >= |V| / p keeps one open."""
+    best = -1
+    best_score = 0.0
+    for j in range(sizes.shape[0]):
+        if sizes[j] >= capacity:
+            continue
+        if score_kind == SCORE_LDG:
+            score = counts[j] * (1.0 - sizes[j] / capacity)
+        else:
+            score = counts[j] - alpha * gamma * sizes[j] ** (gamma - 1.0)
+        if best < 0 or score > best_score or (score == best_score and sizes[j] < sizes[best]):
+            best = j
+            best_score = score
+    return best
+
+
 @numba.njit(cache=True)
 def _assign_block(
     nodes, starts, stops, indices, owner, sizes, capacity, counts, score_kind, alpha, gamma
@@ -54,30 +83,14 @@ def _assign_block(
     sees its neighbours' latest partitions and the sizes without itself; moves counts the nodes
     that end in another partition than before (every node in a first pass).
     """
-    p = sizes.shape[0]
     moves = 0
     for i in range(nodes.shape[0]):
         previous = owner[nodes[i]]
         if previous >= 0:
             sizes[previous] -= 1
             owner[nodes[i]] = -1  # a self loop must not count for its own partition
-        counts[:] = 0
-        for e in range(starts[i], stops[i]):
-            o = owner[indices[e]]
-            if o >= 0:
-                counts[o] += 1
-        best = -1
-        best_score = 0.0
-        for j in range(p):
-            if sizes[j] >= capacity:
-                continue
-            if score_kind == SCORE_LDG:
-                score = counts[j] * (1.0 - sizes[j] / capacity)
-            else:
-                score = counts[j] - alpha * gamma * sizes[j] ** (gamma - 1.0)
-            if best < 0 or score > best_score or (score == best_score and sizes[j] < sizes[best]):
-                best = j
-                best_score = score
+        count_owners(starts[i], stops[i], indices, owner, counts)
+        best = best_open_block(counts, sizes, capacity, score_kind, alpha, gamma)
         owner[nodes[i]] = best
         sizes[best] += 1
         if best != previous:
