@@ -16,6 +16,7 @@ import os
 import sys
 from pathlib import Path
 
+from gnnbench.cli import check_overrides, help_text, quiet_libraries, take_verbose
 from gnnbench.errors import ConfigError, GnnbenchError, Interrupted
 from gnnbench.lifecycle import handle_interrupts
 from gnnbench.paths import REPO_ROOT
@@ -170,8 +171,15 @@ def main() -> None:
         from gnnbench.partition.baseline_envs import main as setup_main
 
         sys.exit(setup_main(sys.argv[2:]))
+    if {"-h", "--help"} & set(sys.argv[1:]):  # gnnbench's own page; Hydra's is --hydra-help
+        print(help_text(CONF_DIR))
+        sys.exit(0)
+    sys.argv[1:], verbose = take_verbose(sys.argv[1:])
+    if not verbose:
+        quiet_libraries()
     try:
         check_group_choices(sys.argv[1:])
+        check_overrides(sys.argv[1:], CONF_DIR)
     except ConfigError as exc:
         print(f"gnnbench: error: {exc}", file=sys.stderr)
         sys.exit(2)
@@ -181,8 +189,9 @@ def main() -> None:
         try:
             app()
         finally:
-            for sweep in ACTIVE:
-                sweep.close()  # a no-op unless Hydra skipped on_multirun_end
+            interrupted = isinstance(sys.exc_info()[1], KeyboardInterrupt)
+            for sweep in ACTIVE:  # a no-op unless Hydra skipped on_multirun_end
+                sweep.close(interrupted=interrupted)  # an interrupted sweep's parent: KILLED
     except Interrupted as exc:
         print(f"gnnbench: {exc}", file=sys.stderr)
         sys.exit(exc.exit_status)

@@ -160,7 +160,7 @@ class SweepTracker:
         }
 
     def close_parent(
-        self, parent_run_id: str, sweep_id: str, since_ms: int = 0
+        self, parent_run_id: str, sweep_id: str, since_ms: int = 0, interrupted: bool = False
     ) -> tuple[list[str], str]:
         """End the parent FINISHED or FAILED from its jobs; return one line per failed job and
         this invocation's counts (jobs started since since_ms, jobs resume skipped, failures)."""
@@ -178,7 +178,8 @@ class SweepTracker:
             for run in latest
             if run.info.status != "FINISHED" and run.data.tags.get("run_key") not in skipped
         ]
-        retrying(self.client.set_terminated, parent_run_id, "FAILED" if failed else "FINISHED")
+        status = "KILLED" if interrupted else "FAILED" if failed else "FINISHED"
+        retrying(self.client.set_terminated, parent_run_id, status)
         finished = sum(run.info.status == "FINISHED" for run in ran_now)
         lines = [
             f"{run.info.run_name}: {run.data.tags.get('error_type', run.info.status)}: "
@@ -245,13 +246,16 @@ class SweepCallback(Callback):
     def on_multirun_end(self, config, **kwargs) -> None:
         self.close()
 
-    def close(self) -> None:
-        """Close the parent once (also called when a job escaped and Hydra skipped the end hook)."""
+    def close(self, interrupted: bool = False) -> None:
+        """Close the parent once (also called when a job escaped and Hydra skipped the end hook);
+        a sweep stopped by SIGINT / SIGTERM ends KILLED."""
         parent = os.environ.pop(PARENT_ENV, None)
         sweep_id = os.environ.pop(SWEEP_ENV, None)
         if self.tracker is None or parent is None:
             return
-        self.failures, counts = self.tracker.close_parent(parent, sweep_id, self.started_ms)
+        self.failures, counts = self.tracker.close_parent(
+            parent, sweep_id, self.started_ms, interrupted
+        )
         report = "not written"
         try:  # the report is a reading aid: its failure must not change the sweep's outcome
             from gnnbench.track.report import report_sweep
