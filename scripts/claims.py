@@ -235,7 +235,8 @@ def merge_orders(frame: pd.DataFrame) -> pd.Series:
 
 
 def judge_merge(frame: pd.DataFrame) -> Verdict | None:
-    """Holds if merging cuts the cluster count by >= 1 order of magnitude for every (graph, p)."""
+    """Holds if merging cuts the cluster count by >= 1 order of magnitude for every (graph, p);
+    partly if it cuts it everywhere and by one order somewhere."""
     if not _has(frame, "clusters_before_merge", "clusters_after_merge"):
         return None
     orders = merge_orders(frame)
@@ -243,8 +244,10 @@ def judge_merge(frame: pd.DataFrame) -> Verdict | None:
     ours = f"{_span(orders, '.1f')} orders of magnitude over {total} (graph, p)"
     if reached == total:
         return Verdict(ours, "holds", "at least one order of magnitude everywhere")
-    if reached:
-        return Verdict(ours, "holds partly", f"one order or more in {reached}/{total}")
+    if reached and (orders > 0).all():
+        graphs = ", ".join(sorted({key[0] for key in orders[orders >= 1.0].index}))
+        why = f"fewer clusters everywhere; one order or more only in {reached}/{total} ({graphs})"
+        return Verdict(ours, "holds partly", why)
     return Verdict(ours, "refuted", "less than one order of magnitude everywhere")
 
 

@@ -98,6 +98,15 @@ def test_merge_verdict_in_orders_of_magnitude(after, verdict):
     assert claims.judge_merge(frame).verdict == verdict
 
 
+def test_merge_verdict_partly_names_the_graphs_that_reach_an_order():
+    frame = pd.DataFrame(
+        {"dataset.name": ["g1", "g2"], "p": [4, 4], "clusters_before_merge": [1000, 1000],
+         "clusters_after_merge": [10, 500]}
+    )  # fmt: skip
+    judged = claims.judge_merge(frame)
+    assert judged.verdict == "holds partly" and "1/2 (g1)" in judged.why
+
+
 def test_model_avg_verdict_uses_seed_means_and_both_halves():
     rows = []
     for seed, (mode, interval, f1) in itertools.product(
