@@ -27,8 +27,8 @@ import yaml
 
 from gnnbench.data.datasets import prepare_dataset
 from gnnbench.data.store import GraphStore
-from gnnbench.partition.baseline_envs import distdgl_env, torch_sparse_with_metis
 from gnnbench.paths import REPO_ROOT
+from gnnbench.setup.baseline_envs import distdgl_env, torch_sparse_with_metis
 from gnnbench.train.runner import run_training
 
 pytestmark = pytest.mark.slow

@@ -168,7 +168,7 @@ def main() -> None:
 
         sys.exit(report_main(sys.argv[2:], sweep_by_default=True))
     if sys.argv[1:2] == ["setup"]:  # `gnnbench setup pyg_metis|distdgl_metis|all`: baselines
-        from gnnbench.partition.baseline_envs import main as setup_main
+        from gnnbench.setup.baseline_envs import main as setup_main
 
         sys.exit(setup_main(sys.argv[2:]))
     if {"-h", "--help"} & set(sys.argv[1:]):  # gnnbench's own page; Hydra's is --hydra-help

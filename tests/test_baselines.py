@@ -21,9 +21,9 @@ from test_end_to_end import gnnbench, runs
 
 from gnnbench.data.datasets import prepare_dataset
 from gnnbench.errors import BaselineUnavailable, OutOfMemory
-from gnnbench.partition import baseline_envs
 from gnnbench.partition.stage import run_partition_stage
 from gnnbench.paths import gnnbench_home as home_of_environment
+from gnnbench.setup import baseline_envs
 
 # The cache root this session was started with, where `python -m gnnbench setup` put DGL's env
 # (each test then gets a private GNNBENCH_HOME of its own).
@@ -227,7 +227,7 @@ def test_pyg_metis_under_a_tiny_cap_is_out_of_memory_not_missing(pyg_metis_ready
         """
         import torch
         from gnnbench.errors import BaselineUnavailable
-        from gnnbench.partition.baseline_envs import require_pyg_metis
+        from gnnbench.setup.baseline_envs import require_pyg_metis
         import resource
         from gnnbench.partition.memory_limit import LIMIT, is_out_of_memory, private_bytes
 

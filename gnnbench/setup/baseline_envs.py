@@ -187,9 +187,7 @@ def setup_pyg_metis() -> None:
     _say(f"pyg_metis: installing {scatter.name} and {sparse.name}")
     _run([sys.executable, "-m", "pip", "install", "--no-deps", "--force-reinstall", str(scatter),
           str(sparse)])  # fmt: skip
-    check = (
-        "from gnnbench.partition.baseline_envs import torch_sparse_with_metis as ok; exit(not ok())"
-    )
+    check = "from gnnbench.setup.baseline_envs import torch_sparse_with_metis as ok; exit(not ok())"
     if subprocess.run([sys.executable, "-c", check]).returncode != 0:  # a fresh import of the wheel
         raise GnnbenchError(f"{sparse}: installed, but its METIS partition does not run")
     _say("pyg_metis: ready")

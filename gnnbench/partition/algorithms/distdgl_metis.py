@@ -23,12 +23,12 @@ from gnnbench import lifecycle
 from gnnbench.data.store import GraphStore
 from gnnbench.partition import distdgl_driver
 from gnnbench.partition.base import PARTITIONERS, PartitionResult
-from gnnbench.partition.baseline_envs import distdgl_python
 from gnnbench.partition.memory_limit import (
     current_memory_limit,
     is_out_of_memory,
     out_of_memory,
 )
+from gnnbench.setup.baseline_envs import distdgl_python
 
 # Bump when this module's output changes: part of every partition book's cache key.
 VERSION = "1"

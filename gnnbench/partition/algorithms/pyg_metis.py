@@ -17,7 +17,7 @@ import numpy as np
 
 from gnnbench.data.store import GraphStore
 from gnnbench.partition.base import PARTITIONERS, PartitionResult
-from gnnbench.partition.baseline_envs import require_pyg_metis
+from gnnbench.setup.baseline_envs import require_pyg_metis
 
 # Bump when this module's output changes: part of every partition book's cache key.
 VERSION = "1"

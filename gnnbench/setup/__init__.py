@@ -1,0 +1,1 @@
+"""Installers: the environments the in-memory METIS baselines need (`python -m gnnbench setup`)."""
