@@ -251,3 +251,51 @@ def test_only_names_known_claims():
         claims.selected("11")
     with pytest.raises(SystemExit, match="expected numbers"):
         claims.selected("one")
+
+
+def _training_rows(axis: str, values: tuple, f1: dict) -> pd.DataFrame:
+    """Made-up training runs: two graphs x values of one axis x seeds 0-2."""
+    rows = []
+    for graph, value, seed in itertools.product(("g1", "g2"), values, (0, 1, 2)):
+        rows.append(
+            {"dataset.name": graph, "seed": seed, "sync_interval": 1,
+             "train.mode": "model_avg", "test_f1_micro": f1[value] + 0.001 * seed,
+             "epoch_time_s": 1.0, "sync_count": 1.0, "batch_wait_s": 1.0, axis: value}
+        )  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize(
+    ("number", "frame", "verdict"),
+    [
+        (5, _training_rows("partitioner.hops", (1, 2), {1: 0.80, 2: 0.805}), "holds partly"),
+        (5, _training_rows("partitioner.hops", (1, 2), {1: 0.80, 2: 0.85}), "refuted"),
+        (9, _training_rows("train.strategy", ("minibatch", "full", "cluster"),
+                           {"minibatch": 0.8, "full": 0.82, "cluster": 0.81}), "holds partly"),
+        (9, _training_rows("train.strategy", ("minibatch", "cluster"),
+                           {"minibatch": 0.8, "cluster": 0.7}), "refuted"),
+        (10, _training_rows("train.sampler_workers", (0, 1, 2), {0: 0.8, 1: 0.8, 2: 0.8}),
+         "refuted"),
+    ],
+)  # fmt: skip
+def test_training_claims_judge_detail_and_plot_made_up_runs(number, frame, verdict):
+    claim = claims.CLAIMS[number - 1]
+    assert claim.judge(frame).verdict == verdict
+    assert any("± " in line for line in claim.detail(frame))  # mean ± std over the seeds
+    if claim.plot is not None:
+        assert claim.plot(frame) is not None
+
+
+def test_claim_6_and_4_detail_and_plot():
+    speed = _training_rows("train.mode", ("model_avg", "grad_avg"), {"model_avg": 0.8,
+                                                                     "grad_avg": 0.8})  # fmt: skip
+    speed["sync_count"] = speed["train.mode"].map({"model_avg": 1.0, "grad_avg": 12.0})
+    assert claims.judge_sync_speed(speed).verdict == "holds"
+    assert claims.detail_sync_speed(speed)
+    four = _training_rows("sync_interval", (1, 10, 20), {1: 0.8, 10: 0.8, 20: 0.79})
+    four = pd.concat(
+        [four, four[four["sync_interval"] == 1].assign(**{"train.mode": "centralized"})]
+    )
+    assert claims.judge_model_avg(four).verdict == "holds"
+    assert any("centralized" in line for line in claims.detail_model_avg(four))
+    assert claims.plot_model_avg(four) is not None
