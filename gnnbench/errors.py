@@ -32,6 +32,11 @@ class Killed(GnnbenchError):
     of running out of memory; the message names the signal."""
 
 
+class NonFiniteLoss(GnnbenchError):
+    """Training produced a NaN or infinite loss: the run stops FAILED at that epoch instead of
+    logging meaningless F1 as a result."""
+
+
 class Interrupted(KeyboardInterrupt):
     """SIGTERM or SIGINT reached the main process: the run ends KILLED, the exit status is
     128 + the signal number (130 for SIGINT, 143 for SIGTERM). Not an Exception, like Ctrl-C."""
@@ -51,7 +56,10 @@ def error_record(exc: GnnbenchError) -> dict:
 
 
 def from_record(record: dict) -> GnnbenchError:
-    kinds = {cls.__name__: cls for cls in (ConfigError, DataError, BaselineUnavailable, Killed)}
+    kinds = {
+        cls.__name__: cls
+        for cls in (ConfigError, DataError, BaselineUnavailable, Killed, NonFiniteLoss)
+    }
     if record.get("type") == OutOfMemory.__name__:
         return OutOfMemory(record["message"], record.get("metrics"))
     return kinds.get(record.get("type", ""), GnnbenchError)(record["message"])

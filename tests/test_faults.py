@@ -267,3 +267,52 @@ def test_npz_shape_message_shows_plain_numbers(tmp_path, gnnbench_home):
     with pytest.raises(DataError) as error:
         prepare_dataset({"name": "bad", "source": "npz", "path": str(path)})
     assert "shape (200, 200)" in str(error.value) and "np.int64" not in str(error.value)
+
+
+def _huge_feature_npz(path) -> None:
+    """A 400-node ring whose finite features (3e38) overflow the first layer: the loss is NaN."""
+    import scipy.sparse as sp
+
+    n = 400
+    ring = sp.coo_matrix((np.ones(n), (np.arange(n), (np.arange(n) + 1) % n)), shape=(n, n))
+    adj = ring.tocsr()
+    np.savez(
+        path, adj_data=adj.data, adj_indices=adj.indices, adj_indptr=adj.indptr,
+        adj_shape=np.array(adj.shape), attr_matrix=np.full((n, 4), 3e38, dtype=np.float32),
+        labels=np.arange(n) % 3,
+    )  # fmt: skip
+
+
+@pytest.mark.fault("training: the loss becomes NaN or infinite")
+def test_nonfinite_loss_fails_the_run_with_its_epoch(tmp_path, gnnbench_home):
+    """A non-finite training loss stops the run FAILED with error_type=NonFiniteLoss and the
+    epoch, in one line, instead of logging a meaningless F1 with exit 0."""
+    from test_end_to_end import runs
+
+    _huge_feature_npz(tmp_path / "huge.npz")
+    completed = gnnbench(
+        tmp_path, "dataset=npz", f"dataset.path={tmp_path / 'huge.npz'}", "train=centralized",
+        "train.epochs=2",
+    )  # fmt: skip
+    assert completed.returncode == 2, completed.stderr[-2000:]
+    lines = completed.stderr.strip().splitlines()
+    assert len(lines) == 1 and "train loss is nan at epoch 1" in lines[0]
+    _, found = runs(tmp_path)
+    assert found[0].info.status == "FAILED"
+    assert found[0].data.tags["error_type"] == "NonFiniteLoss"
+
+
+@pytest.mark.distributed
+@pytest.mark.fault("training: a non-finite loss on one rank of two")
+def test_nonfinite_loss_on_a_rank_fails_fast(tmp_path, gnnbench_home):
+    """The same under model averaging: the rank's error reaches the parent as NonFiniteLoss."""
+    from gnnbench.errors import NonFiniteLoss
+    from gnnbench.train.runner import run_training
+
+    _huge_feature_npz(tmp_path / "huge.npz")
+    store = prepare_dataset({"name": "huge", "source": "npz", "path": str(tmp_path / "huge.npz")})
+    book, _ = run_partition_stage(store, {"name": "hash", "hops": 1}, 2, 0)
+    train = {"mode": "model_avg", "epochs": 2, "batch_size": 64, "fanouts": [5, 5]}
+    model = {"name": "sage", "layers": 2, "hidden": 8}
+    with pytest.raises(NonFiniteLoss, match="at epoch 1"):
+        run_training(store.path, book.path, train, model, 2, 1, 0)

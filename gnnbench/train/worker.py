@@ -13,6 +13,7 @@ deeper neighbourhoods are truncated there.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -23,7 +24,7 @@ import torch.distributed as dist
 import torch.nn.functional as F
 
 from gnnbench.data.store import GraphStore
-from gnnbench.errors import DataError
+from gnnbench.errors import DataError, NonFiniteLoss
 from gnnbench.partition.book import PartitionBook
 from gnnbench.progress import progress
 from gnnbench.train.batch_source import BatchMaker, BatchSource, PreparedBatch
@@ -91,6 +92,17 @@ def load_parts(job: Job, rank: int, world_size: int, uses_graph: bool) -> list[T
             )
         )
     return parts
+
+
+def finite_loss(loss: torch.Tensor, epoch: int, where: int) -> float:
+    """The batch loss as a number; NaN or inf stops the run (NonFiniteLoss names the epoch)."""
+    value = loss.item()
+    if not math.isfinite(value):
+        raise NonFiniteLoss(
+            f"train loss is {value} at epoch {epoch} (partition or rank {where}): features too "
+            "large or a learning rate too high (train.lr)"
+        )
+    return value
 
 
 def _clone(state: dict[str, torch.Tensor]) -> State:
@@ -217,7 +229,7 @@ class Worker(EvaluationMixin):
             part.optimizer.zero_grad(set_to_none=True)
             loss.backward()
             part.optimizer.step()
-            loss_sum += loss.item() * len(batch.seeds)
+            loss_sum += finite_loss(loss, epoch, part.index) * len(batch.seeds)
             cost += batch.cost
         return loss_sum, cost
 
@@ -245,7 +257,7 @@ class Worker(EvaluationMixin):
                 batch = next(stream)
                 loss = self._batch_loss(batch)
                 (loss * len(batch.seeds)).backward()
-                figures["loss"] += loss.item() * len(batch.seeds)
+                figures["loss"] += finite_loss(loss, epoch, self.rank) * len(batch.seeds)
                 figures["cost"] += batch.cost
                 count = len(batch.seeds)
             local = torch.cat(
