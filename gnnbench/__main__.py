@@ -71,6 +71,7 @@ def _job(cfg) -> dict | None:
     from omegaconf import OmegaConf
 
     from gnnbench.run import run
+    from gnnbench.track.mlflow_run import one_line
     from gnnbench.track.sweep import SETUP_ERROR_ENV
 
     if os.environ.get(SETUP_ERROR_ENV):  # the sweep has no parent: run nothing, main() says why
@@ -92,16 +93,11 @@ def _job(cfg) -> dict | None:
         if not multirun and run_id is None:
             raise  # nowhere else holds the stack: Python prints it
         if not multirun:
-            print(f"gnnbench: error: {_first_line(exc)} (stack: error.log of run {run_id})",
+            print(f"gnnbench: error: {type(exc).__name__}: {one_line(exc)} (stack: error.log of run {run_id})",
                   file=sys.stderr)  # fmt: skip
             sys.exit(1)
         log.exception("job failed: %s: %s", type(exc).__name__, exc)
     return None
-
-
-def _first_line(exc: BaseException) -> str:
-    lines = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {lines[0] if lines else ''}"
 
 
 def _nothing_to_do(config: dict, key: str, multirun: bool) -> bool:

@@ -101,11 +101,14 @@ def remove_stale_temporaries(root: Path) -> int:
                 candidates.extend(entry.iterdir())  # e.g. a store's half-built adjacency files
     freed = 0
     for path in filter(is_stale, candidates):
-        freed += _size(path)
-        if path.is_dir():
-            shutil.rmtree(path, ignore_errors=True)
-        else:
-            path.unlink(missing_ok=True)
+        try:  # another run starting now may be removing the same leftover
+            freed += _size(path)
+            if path.is_dir():
+                shutil.rmtree(path)
+            else:
+                path.unlink()
+        except OSError:  # gone already, or not ours to remove: never fail a run over it
+            continue
         log.warning("removed %s, left by a killed process", path)
     return freed
 

@@ -12,6 +12,7 @@ from typing import Any
 from gnnbench.atomic import remove_stale_temporaries
 from gnnbench.data.datasets import prepare_dataset
 from gnnbench.errors import ConfigError
+from gnnbench.partition.base import vertex_balance_bound
 from gnnbench.partition.stage import run_partition_stage
 from gnnbench.paths import gnnbench_home
 from gnnbench.track.mlflow_run import mlflow_run
@@ -164,14 +165,21 @@ def _data_and_partition(config: Mapping[str, Any], tracker, training: bool):
     book, cached = run_partition_stage(
         store, config["partitioner"], p, config["seed"], node_data=training
     )
-    tracker.log_partition(book.path, book.metrics, book.meta.get("stats", {}), cached)
-    _flag_balance_violation(tracker, book.metrics)
+    metrics = {**book.metrics, **_balance_bound(config["partitioner"], p, store.num_nodes)}
+    tracker.log_partition(book.path, metrics, book.meta.get("stats", {}), cached)
+    _flag_balance_violation(tracker, metrics)
     log.info(
         "partition: %s p=%d RF=%.3f edge cut=%.3f peak=%.1f MB%s",
         config["partitioner"]["name"], p, book.metrics["replication_factor"],
         book.metrics["edge_cut"], book.metrics["partition_peak_mb"], " (cached)" if cached else "",
     )  # fmt: skip
     return store, book
+
+
+def _balance_bound(partitioner: Mapping[str, Any], p: int, num_nodes: int) -> dict[str, Any]:
+    """The bound this run's config states (not a cached book's: the bound is not in its key)."""
+    bound, source = vertex_balance_bound(partitioner, p, num_nodes)
+    return {"vertex_balance_bound": bound, "vertex_balance_bound_source": source}
 
 
 def _flag_balance_violation(tracker, metrics: Mapping[str, Any]) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 
 from gnnbench.data.builder import GraphStoreBuilder
 from gnnbench.data.import_measure import measured_import
-from gnnbench.data.store import GraphStore
+from gnnbench.data.store import FORMAT_VERSION, GraphStore
 from gnnbench.errors import ConfigError, DataError
 from gnnbench.paths import gnnbench_home, raw_dir
 from gnnbench.registry import Registry
@@ -62,6 +62,7 @@ def dataset_key(dataset: Mapping[str, Any]) -> str:
                 stat = path.stat()
                 stamp = "raw_file" if key == "path" else f"raw_file_{key}"
                 identity[stamp] = [stat.st_size, int(stat.st_mtime)]
+    identity["format_version"] = FORMAT_VERSION  # a store of older code is prepared again
     payload = json.dumps(identity, sort_keys=True, default=str).encode()
     return hashlib.blake2b(payload, digest_size=6).hexdigest()
 

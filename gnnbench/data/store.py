@@ -17,7 +17,9 @@ import numpy as np
 
 from gnnbench.errors import DataError
 
-FORMAT_VERSION = 1
+# Bump when an import's output changes (labels remapped to 0..C-1, NaN checks: version 2), so
+# stores prepared by older code are prepared again, not reused.
+FORMAT_VERSION = 2
 DEFAULT_CHUNK_EDGES = 1 << 20
 _WINDOW_BYTES = 64 << 20
 

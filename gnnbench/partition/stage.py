@@ -32,7 +32,6 @@ from gnnbench.partition.base import (
     algorithm_params,
     algorithm_version,
     check_num_parts,
-    vertex_balance_bound,
 )
 from gnnbench.partition.book import (
     FORMAT_VERSION,
@@ -228,7 +227,6 @@ def partition_into(
             gnn_ready_time_s=ready_seconds,
             gnn_ready_peak_mb=ready_peak_mb,
             passes=int(result.stats.pop("passes", 0)),
-            **_balance_bound(name, params, p, store.num_nodes, partitioner),
         )
         metrics.update(result.measured)  # a baseline measured in its own process reports its own
         meta = {
@@ -259,13 +257,6 @@ def _prepare_unmeasured(store, partition_fn, params, p, seed, hops, refine_passe
         prepare_store(store)
     if refine_passes:
         prepare_refine(store)
-
-
-def _balance_bound(name: str, params: dict, p: int, num_nodes: int, partitioner: dict) -> dict:
-    bound, source = vertex_balance_bound(
-        name, params, p, num_nodes, partitioner.get("max_vertex_balance")
-    )
-    return {"vertex_balance_bound": bound, "vertex_balance_bound_source": source}
 
 
 def _hops(partitioner: dict) -> int:

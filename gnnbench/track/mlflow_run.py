@@ -198,7 +198,10 @@ def mlflow_run(
             retrying(mlflow.set_tags, {"error_type": type(exc).__name__, "error": one_line(exc)})
             if getattr(exc, "metrics", None):  # e.g. the peak an out-of-memory baseline reached
                 retrying(mlflow.log_metrics, exc.metrics)
-            logger.log_text("error.log", error_log(exc))  # the console shows one line only
+            try:  # the console shows one line only; a failing upload must not hide the error
+                logger.log_text("error.log", error_log(exc))
+            except Exception as upload:
+                log.warning("error.log not logged: %s", one_line(upload))
             try:  # tells __main__ the stack is kept, so it prints one line
                 exc.gnnbench_run_id = active.info.run_id
             except AttributeError:

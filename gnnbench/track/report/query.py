@@ -6,7 +6,6 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gnnbench.errors import GnnbenchError
@@ -49,10 +48,11 @@ def open_store(tracking_uri: str) -> MlflowClient:
     """A client of an existing store (MLflow would create an empty SQLite file for a wrong path)."""
     import mlflow
 
-    if tracking_uri.startswith("sqlite:///"):
-        path = Path(tracking_uri.removeprefix("sqlite:///").split("?", 1)[0])
-        if str(path) != ":memory:" and not path.is_file():
-            raise GnnbenchError(f"{tracking_uri}: no MLflow store at {path.resolve()}")
+    from gnnbench.track.store import sqlite_path
+
+    path = sqlite_path(tracking_uri)
+    if path is not None and not path.is_file():
+        raise GnnbenchError(f"{tracking_uri}: no MLflow store at {path.resolve()}")
     return mlflow.MlflowClient(tracking_uri=tracking_uri)
 
 
