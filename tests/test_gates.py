@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import CORA, requires_dataset
 
 from bench.gates import BaselineFile, Gate, failures, table
 
@@ -48,6 +49,7 @@ def run_bench_with_plant(
 
 
 @pytest.mark.slow
+@requires_dataset(CORA)  # the planted regression is gated on cora
 def test_scrambled_partitioner_trips_quality_gate():
     completed = run_bench_with_plant("quality", "spring and cora", "test_quality_gates.py")
     assert completed.returncode == 1, completed.stdout[-2000:]
