@@ -22,9 +22,12 @@ def streaming_degree(stream, num_nodes: int) -> np.ndarray:
     return degree
 
 
-@numba.njit(cache=True)
-def _fill_csr(edges: np.ndarray, indptr: np.ndarray, indices: np.ndarray) -> None:
-    cursor = indptr[:-1].copy()
+@numba.njit(cache=True, nogil=True)
+def fill_csr(edges, indptr, indices, cursor) -> None:
+    """Write each undirected edge into both endpoints' rows, in edge order (`cursor`: n scratch
+    entries, any integer width that holds the offsets)."""
+    for position in range(indptr.shape[0] - 1):
+        cursor[position] = indptr[position]
     for k in range(edges.shape[0]):
         u = edges[k, 0]
         v = edges[k, 1]
@@ -41,7 +44,7 @@ def csr_from_edges(edges: np.ndarray, num_nodes: int) -> tuple[np.ndarray, np.nd
     indptr = np.zeros(num_nodes + 1, dtype=np.int64)
     np.cumsum(degree, out=indptr[1:])
     indices = np.empty(int(indptr[-1]), dtype=np.int64)
-    _fill_csr(edges, indptr, indices)
+    fill_csr(edges, indptr, indices, np.empty(num_nodes, dtype=np.int64))
     return indptr, indices
 
 

@@ -29,6 +29,7 @@ from pathlib import Path
 import numba
 import numpy as np
 
+from gnnbench.data.graph_ops import fill_csr
 from gnnbench.data.store import GraphStore, NpyLayout
 
 ROLE_TRAIN, ROLE_VAL, ROLE_TEST = 1, 2, 3
@@ -176,14 +177,7 @@ def _local_csr(edges, nodes, owned, local_of, cursor, indices):
     indptr = np.zeros(n + 1, dtype=np.int64)
     for position in range(n):
         indptr[position + 1] = indptr[position] + cursor[position]
-        cursor[position] = indptr[position]
-    for k in range(edges.shape[0]):
-        a = edges[k, 0]
-        b = edges[k, 1]
-        indices[cursor[a]] = b
-        cursor[a] += 1
-        indices[cursor[b]] = a
-        cursor[b] += 1
+    fill_csr(edges, indptr, indices, cursor)
     return indptr, cut
 
 
