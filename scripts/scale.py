@@ -2,14 +2,19 @@
 
     python scripts/scale.py                         # SPRING at 20 M and 100 M edges
     python scripts/scale.py --sizes 20000000 --all-streaming   # every streaming partitioner
-    python scripts/scale.py --billion               # also 1 B edges (hours; not run here)
+    python scripts/scale.py --sizes --billion       # experiment=billion: 1 B edges, p=16 (hours)
     python scripts/scale.py --no-run                # only rebuild the doc from docs/scale.csv
 
 Per size: the import into a GraphStore (timed by the data stage), then the real partition stage
 (a fresh process under memray) for each partitioner, p=8, a structure-only book (node_data=False,
 what train=none builds) unless --features F. Results are merged into docs/scale.csv by (edges,
-partitioner, feature_dim), so sizes can be run one at a time; sizes planned but absent from the
-CSV are listed in the doc as not run, with the reason given by --not-run.
+partitioner, feature_dim) after every run, so sizes can be run one at a time and an interrupted
+run resumes where it stopped; sizes planned but absent from the CSV are listed in the doc as not
+run, with the reason given by --not-run.
+
+--billion runs conf/experiment/billion.yaml's graph, p and partitioners (plus METIS under
+partitioner.memory_limit_gb=16, which must end out of memory in one line: its row records that
+line), so the 1 B row is what `python -m gnnbench -m experiment=billion` partitions.
 """
 
 from __future__ import annotations
@@ -29,9 +34,11 @@ from omegaconf import OmegaConf  # noqa: E402
 
 from gnnbench.data.datasets import prepare_dataset  # noqa: E402
 from gnnbench.data.store import read_json  # noqa: E402
+from gnnbench.errors import GnnbenchError  # noqa: E402
 from gnnbench.partition.base import streaming_partitioners  # noqa: E402
 from gnnbench.partition.stage import run_partition_stage  # noqa: E402
 from gnnbench.paths import REPO_ROOT  # noqa: E402
+from gnnbench.track.mlflow_run import one_line  # noqa: E402
 
 DOCS = REPO_ROOT / "docs"
 SIZES = (20_000_000, 100_000_000)
@@ -45,10 +52,13 @@ METRICS = [
     "gnn_ready_time_s", "gnn_ready_peak_mb",
 ]  # fmt: skip
 COLUMNS = [
-    "target_edges", "edges", "nodes", "feature_dim", "partitioner", "p", "import_time_s", "partition_time_s",
+    "target_edges", "edges", "nodes", "feature_dim", "partitioner", "p", "import_time_s",
+    "import_peak_mb", "import_rss_mb", "partition_time_s",
     "partition_peak_mb", "partition_rss_mb", "replication_factor", "edge_cut",
-    "gnn_ready_time_s", "gnn_ready_peak_mb", "stage_wall_s",
+    "gnn_ready_time_s", "gnn_ready_peak_mb", "stage_wall_s", "error",
 ]  # fmt: skip
+IMPORT_FIGURES = ("import_time_s", "import_peak_mb", "import_rss_mb")
+BILLION_METIS_LIMIT_GB = 16
 
 
 def graph_config(num_edges: int, feature_dim: int) -> dict:
@@ -66,41 +76,69 @@ def graph_config(num_edges: int, feature_dim: int) -> dict:
     }
 
 
-def partitioner_config(name: str) -> dict:
-    return OmegaConf.to_container(
-        OmegaConf.load(REPO_ROOT / "conf" / "partitioner" / f"{name}.yaml")
+def billion_experiment() -> tuple[dict, int, list[str]]:
+    """conf/experiment/billion.yaml's dataset (over the synthetic defaults), p and partitioners."""
+    experiment = OmegaConf.load(REPO_ROOT / "conf" / "experiment" / "billion.yaml")
+    dataset = OmegaConf.merge(
+        OmegaConf.load(REPO_ROOT / "conf" / "dataset" / "synthetic.yaml"), experiment.dataset
     )
+    names = str(experiment.hydra.sweeper.params.partitioner).split(",")
+    return OmegaConf.to_container(dataset), int(experiment.p), names
 
 
-def run_size(num_edges: int, names: list[str], p: int, feature_dim: int) -> list[dict]:
-    """Import one graph (or reuse it), then run the partition stage afresh for each partitioner."""
-    store = prepare_dataset(graph_config(num_edges, feature_dim))
+def partitioner_config(name: str, **overrides) -> dict:
+    config = OmegaConf.load(REPO_ROOT / "conf" / "partitioner" / f"{name}.yaml")
+    return {**OmegaConf.to_container(config), **overrides}
+
+
+def run_size(
+    graph: dict, target_edges: int, runs: list[tuple[str, dict]], p: int, csv: Path
+) -> None:
+    """Import one graph (or reuse it), then run the partition stage afresh for each partitioner
+    not yet in `csv` at this size; each row is merged into `csv` as soon as it is measured."""
+    feature_dim = int(graph.get("feature_dim", 0))
+    done = _rows_done(csv, target_edges, feature_dim)
+    runs = [(name, config) for name, config in runs if name not in done]
+    if not runs:
+        return
+    store = prepare_dataset(graph)
     meta = read_json(store.path / "meta.json")
-    rows = []
-    for name in names:
-        started = time.perf_counter()
-        book, cached = run_partition_stage(store, partitioner_config(name), p, 0, feature_dim > 0)
+    for name, config in runs:
+        row = {
+            "target_edges": target_edges, "edges": store.num_edges, "nodes": store.num_nodes,
+            "feature_dim": feature_dim, "partitioner": name, "p": p,
+            **{key: meta.get(key) for key in IMPORT_FIGURES},
+        }  # fmt: skip
+        row.update(_measure_stage(store, config, p, feature_dim > 0))
+        print(row, flush=True)
+        merge(csv, [row]).to_csv(csv, index=False)
+
+
+def _rows_done(csv: Path, target_edges: int, feature_dim: int) -> set[str]:
+    if not csv.is_file():
+        return set()
+    old = pd.read_csv(csv)
+    mine = old[(old.target_edges == target_edges) & (old.feature_dim == feature_dim)]
+    return set(mine.partitioner)
+
+
+def _measure_stage(store, config: dict, p: int, node_data: bool) -> dict:
+    """One fresh partition stage: its metrics, or the one-line error it ended with."""
+    started = time.perf_counter()
+    try:
+        book, cached = run_partition_stage(store, config, p, 0, node_data)
         if cached:  # figures must come from this run: drop the cached book and run again
             shutil.rmtree(book.path)
             started = time.perf_counter()
-            book, _ = run_partition_stage(store, partitioner_config(name), p, 0, feature_dim > 0)
-        metrics = book.meta["metrics"]
-        rows.append(
-            {
-                "target_edges": num_edges,
-                "edges": store.num_edges,
-                "nodes": store.num_nodes,
-                "feature_dim": feature_dim,
-                "partitioner": name,
-                "p": p,
-                "import_time_s": meta.get("import_time_s"),
-                **{key: metrics.get(key) for key in METRICS},
-                "stage_wall_s": round(time.perf_counter() - started, 3),
-            }
-        )
-        print(rows[-1], flush=True)
-        shutil.rmtree(book.path)  # books at these sizes are GBs: keep only the figures
-    return rows
+            book, _ = run_partition_stage(store, config, p, 0, node_data)
+    except GnnbenchError as exc:
+        return {"error": one_line(exc), "stage_wall_s": round(time.perf_counter() - started, 3)}
+    metrics = book.meta["metrics"]
+    shutil.rmtree(book.path)  # books at these sizes are GBs: keep only the figures
+    return {
+        **{key: metrics.get(key) for key in METRICS},
+        "stage_wall_s": round(time.perf_counter() - started, 3),
+    }
 
 
 def merge(csv: Path, rows: list[dict]) -> pd.DataFrame:
@@ -145,7 +183,8 @@ def write_doc(
         "# Partition stage at scale",
         "",
         "Generated by `python scripts/scale.py` (edit the script, not this file). Synthetic",
-        "power-law graphs (10 edges per node), p=8, seed 0; each row is one fresh run of the real",
+        "power-law graphs (10 edges per node), p=8 (p=16 and 20 edges per node in the 1 B row: the",
+        "graph, p and partitioners of experiment=billion), seed 0; each row is one fresh run of the real",
         "partition stage (a subprocess under memray). `F` = feature dimension (0: structure-only",
         "book, what `train=none` builds). Times in seconds, memory in MB; `import` is the data",
         "stage's import of the graph into a GraphStore; `ready/part` = gnn_ready_time_s /",
@@ -158,20 +197,32 @@ def write_doc(
         "",
         f"Machine: {machine}",
         "",
-        "| edges | nodes | F | partitioner | import s | partition s | peak MB | RSS MB | RF | cut "
-        "| GNN-ready s | GNN-ready peak MB | ready/part | stage wall s |",
-        "|" + "---|" * 14,
+        "| edges | nodes | F | p | partitioner | import s | import peak MB | partition s | peak MB "
+        "| RSS MB | RF | cut | GNN-ready s | GNN-ready peak MB | ready/part | stage wall s |",
+        "|" + "---|" * 16,
     ]
+    failed = []
     for row in frame.itertuples():
+        if isinstance(row.error, str):
+            failed.append(row)
+            continue
         lines.append(
-            f"| {row.edges:,} | {row.nodes:,} | {row.feature_dim} | {row.partitioner} "
-            f"| {_cell(row.import_time_s, 1)} | {_cell(row.partition_time_s, 2)} "
+            f"| {row.edges:,} | {row.nodes:,} | {row.feature_dim} | {row.p} | {row.partitioner} "
+            f"| {_cell(row.import_time_s, 1)} | {_cell(row.import_peak_mb, 1)} "
+            f"| {_cell(row.partition_time_s, 2)} "
             f"| {_cell(row.partition_peak_mb, 1)} | {_cell(row.partition_rss_mb, 1)} "
             f"| {_cell(row.replication_factor)} | {_cell(row.edge_cut)} "
             f"| {_cell(row.gnn_ready_time_s, 2)} | {_cell(row.gnn_ready_peak_mb, 1)} "
             f"| {_cell(row.gnn_ready_time_s / row.partition_time_s, 2)} "
             f"| {_cell(row.stage_wall_s, 1)} |"
         )
+    if failed:
+        lines += ["", "Runs that ended in an error (the stage's one-line message):", ""]
+        for row in failed:
+            lines.append(
+                f"- {row.edges:,} edges, {row.partitioner}, p={row.p}: `{row.error}` "
+                f"(after {_cell(row.stage_wall_s, 1)} s)"
+            )
     lines += ["", "![time per stage vs edges](scale.png)", ""]
     missing = [size for size in planned if size not in set(frame.target_edges)]
     lines.append("## Sizes not run")
@@ -196,8 +247,8 @@ def parse_not_run(values: list[str]) -> dict[int, str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", type=float, nargs="+", default=list(SIZES))
-    parser.add_argument("--billion", action="store_true", help="also 1 B edges (takes hours)")
+    parser.add_argument("--sizes", type=float, nargs="*", default=list(SIZES))
+    parser.add_argument("--billion", action="store_true", help="also experiment=billion (hours)")
     parser.add_argument("--all-streaming", action="store_true", help="every streaming partitioner")
     parser.add_argument("--p", type=int, default=8)
     parser.add_argument("--features", type=int, default=0, help="feature dim (0: structure only)")
@@ -207,18 +258,22 @@ def main() -> None:
     parser.add_argument("--machine", default=MACHINE, help="where the figures were measured")
     args = parser.parse_args()
     os.environ.setdefault("GNNBENCH_HOME", str(args.home))
-    sizes = [int(size) for size in args.sizes] + ([BILLION] if args.billion else [])
-    names = streaming_partitioners() if args.all_streaming else ["spring"]
-    rows = []
+    csv = DOCS / "scale.csv"
     if not args.no_run:
-        for size in sizes:
-            rows += run_size(size, names, args.p, args.features)
-    frame = merge(DOCS / "scale.csv", rows)
-    frame.to_csv(DOCS / "scale.csv", index=False)
+        names = streaming_partitioners() if args.all_streaming else ["spring"]
+        runs = [(name, partitioner_config(name)) for name in names]
+        for size in [int(size) for size in args.sizes]:
+            run_size(graph_config(size, args.features), size, runs, args.p, csv)
+        if args.billion:
+            graph, p, names = billion_experiment()
+            runs = [(name, partitioner_config(name)) for name in names]
+            runs.append(("metis", partitioner_config("metis", memory_limit_gb=BILLION_METIS_LIMIT_GB)))
+            run_size(graph, BILLION, runs, p, csv)
+    frame = merge(csv, [])
     plot(frame, DOCS / "scale.png")
     not_run = {BILLION: "not run here: hours on this 2-core machine; run with --billion"}
     not_run.update(parse_not_run(args.not_run))
-    write_doc(frame, sorted({*SIZES, BILLION, *sizes}), not_run, args.machine, DOCS / "scale.md")
+    write_doc(frame, sorted({*SIZES, BILLION}), not_run, args.machine, DOCS / "scale.md")
 
 
 if __name__ == "__main__":
