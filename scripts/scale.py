@@ -267,7 +267,9 @@ def main() -> None:
         if args.billion:
             graph, p, names = billion_experiment()
             runs = [(name, partitioner_config(name)) for name in names]
-            runs.append(("metis", partitioner_config("metis", memory_limit_gb=BILLION_METIS_LIMIT_GB)))
+            runs.append(
+                ("metis", partitioner_config("metis", memory_limit_gb=BILLION_METIS_LIMIT_GB))
+            )
             run_size(graph, BILLION, runs, p, csv)
     frame = merge(csv, [])
     plot(frame, DOCS / "scale.png")
