@@ -7,9 +7,9 @@ halo ascending, and each local CSR row keeps its neighbours in edge-stream order
 Passes over the edge stream: hops - 1 growing the "full" set (nodes within hops-1 of O_i, whose
 edges are all kept), then one that grows the members by the last hop and routes every edge into a
 spill file per partition (a counting sort per chunk). Partitions are then built from their spills,
-STRUCTURE_WORKERS at a time, by compiled kernels: a reusable global->local array, degree
-counting, CSR fill. Feature and label rows are copied in one sequential pass over each store
-file, every row written straight into each partition holding it.
+STRUCTURE_WORKERS at a time, by the compiled kernels of gnn_ready_kernels.py: a reusable
+global->local array, degree counting, CSR fill. Feature and label rows are copied in one
+sequential pass over each store file, every row written straight into each partition holding it.
 
 Peak memory, with b = the narrowest word holding p bits (1 byte for p <= 8; ceil(p/64) 8-byte
 words beyond 64): 2 b |V| (full and member bits), + 4 |V| per worker (global->local), + per worker
@@ -26,193 +26,23 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from pathlib import Path
 
-import numba
 import numpy as np
 
-from gnnbench.data.graph_ops import fill_csr
 from gnnbench.data.store import GraphStore, NpyLayout
+from gnnbench.partition.gnn_ready_kernels import (
+    expand_chunk,
+    group_rows,
+    local_csr,
+    members_of,
+    owned_bits,
+    route_masks,
+    route_scatter,
+    word_dtype,
+)
 
 ROLE_TRAIN, ROLE_VAL, ROLE_TEST = 1, 2, 3
 ROW_WINDOW_BYTES = 64 << 20  # rows of a feature/label file read at once
 STRUCTURE_WORKERS = 2  # partitions built at once (threads); each holds one partition in memory
-
-# De Bruijn table: index of the single set bit of a uint64 in one multiply and one lookup.
-_DEBRUIJN = np.uint64(0x03F79D71B4CB0A89)
-_DEBRUIJN_INDEX = np.zeros(64, dtype=np.int64)
-for _bit in range(64):
-    _DEBRUIJN_INDEX[((1 << _bit) * 0x03F79D71B4CB0A89 & (2**64 - 1)) >> 58] = _bit
-
-
-@numba.njit(cache=True, inline="always")
-def _bit_index(single_bit):
-    return _DEBRUIJN_INDEX[(single_bit * _DEBRUIJN) >> np.uint64(58)]
-
-
-def _word_dtype(p: int) -> np.dtype:
-    """The narrowest unsigned word holding p partition bits (uint64 words beyond 64): p = 8
-    keeps a node's bits in one byte, so the random accesses per edge stay in cache longer."""
-    for dtype in (np.uint8, np.uint16, np.uint32):
-        if p <= np.dtype(dtype).itemsize * 8:
-            return np.dtype(dtype)
-    return np.dtype(np.uint64)
-
-
-@numba.njit(cache=True)
-def _owned_bits(owner, bits):
-    """Set each node's own partition bit in the zeroed (|V|, words) array `bits`."""
-    width = bits.itemsize * 8
-    for v in range(owner.shape[0]):
-        part = owner[v]
-        bits[v, part // width] |= np.uint64(1) << np.uint64(part % width)
-    return bits
-
-
-@numba.njit(cache=True, nogil=True)
-def _expand_chunk(edges, inner, outer):
-    """outer |= neighbours' inner bits: one hop of membership growth over a chunk of edges."""
-    for k in range(edges.shape[0]):
-        u = edges[k, 0]
-        v = edges[k, 1]
-        for w in range(inner.shape[1]):
-            outer[v, w] |= inner[u, w]
-            outer[u, w] |= inner[v, w]
-
-
-@numba.njit(cache=True, nogil=True)
-def _route_masks(edges, state, masks):
-    """The random-access half of routing: each edge's partitions, and the last membership hop.
-
-    state[v] holds v's "full" words, then its member words, side by side so one cache miss per
-    endpoint serves both. Writes the edge's partition mask (masks[k]) for the sequential half;
-    returns the offsets of each partition's run when the chunk is grouped by partition.
-    """
-    words = masks.shape[1]
-    width = masks.itemsize * 8
-    counts = np.zeros(words * width + 1, dtype=np.int64)
-    for k in range(edges.shape[0]):
-        u = edges[k, 0]
-        v = edges[k, 1]
-        for w in range(words):
-            full_u = np.uint64(state[u, w])
-            full_v = np.uint64(state[v, w])
-            state[v, words + w] |= full_u
-            state[u, words + w] |= full_v
-            mask = full_u | full_v
-            masks[k, w] = mask
-            while mask:
-                low = mask & (~mask + np.uint64(1))
-                counts[w * width + _bit_index(low) + 1] += 1
-                mask ^= low
-    for i in range(words * width):
-        counts[i + 1] += counts[i]
-    return counts
-
-
-@numba.njit(cache=True, nogil=True)
-def _route_scatter(edges, masks, offsets, grouped):
-    """The sequential half: each edge copied into the run of every partition in its mask."""
-    width = masks.itemsize * 8
-    cursor = offsets[:-1].copy()
-    for k in range(edges.shape[0]):
-        for w in range(masks.shape[1]):
-            mask = np.uint64(masks[k, w])
-            while mask:
-                low = mask & (~mask + np.uint64(1))
-                part = w * width + _bit_index(low)
-                grouped[cursor[part], 0] = edges[k, 0]
-                grouped[cursor[part], 1] = edges[k, 1]
-                cursor[part] += 1
-                mask ^= low
-
-
-@numba.njit(cache=True, nogil=True)
-def _members(bits, owner, part):
-    """Owned nodes of `part`, then its other members (halo), each in ascending id order."""
-    width = bits.itemsize * 8
-    word = part // width
-    flag = np.uint64(1) << np.uint64(part % width)
-    owned = 0
-    total = 0
-    for v in range(bits.shape[0]):
-        if np.uint64(bits[v, word]) & flag:
-            total += 1
-            if owner[v] == part:
-                owned += 1
-    nodes = np.empty(total, dtype=np.int64)
-    o = 0
-    h = owned
-    for v in range(bits.shape[0]):
-        if np.uint64(bits[v, word]) & flag:
-            if owner[v] == part:
-                nodes[o] = v
-                o += 1
-            else:
-                nodes[h] = v
-                h += 1
-    return nodes, owned
-
-
-@numba.njit(cache=True, nogil=True)
-def _local_csr(edges, nodes, owned, local_of, cursor, indices):
-    """Symmetric local CSR of a partition's edges (global ids, stream order) into `indices`.
-
-    Fills the reusable `local_of` for this partition's nodes first; `cursor` (n zeros, int32
-    when the partition allows: half the cache footprint) counts degrees, then fill positions.
-    Row entries keep edge-stream order, as csr_from_edges does. Returns indptr and the cut edges
-    whose first endpoint is owned here (each cut edge is counted in exactly one partition).
-    """
-    n = nodes.shape[0]
-    for position in range(n):
-        local_of[nodes[position]] = position
-    cut = 0
-    for k in range(edges.shape[0]):
-        a = local_of[edges[k, 0]]
-        b = local_of[edges[k, 1]]
-        edges[k, 0] = a
-        edges[k, 1] = b
-        cursor[a] += 1
-        cursor[b] += 1
-        if a < owned and b >= owned:
-            cut += 1
-    indptr = np.zeros(n + 1, dtype=np.int64)
-    for position in range(n):
-        indptr[position + 1] = indptr[position] + cursor[position]
-    fill_csr(edges, indptr, indices, cursor)
-    return indptr, cut
-
-
-@numba.njit(cache=True, nogil=True)
-def _group_rows(members, owner, start, stop, p):
-    """Rows [start, stop) grouped by (partition, owned or halo): group 2i owned, 2i+1 halo.
-
-    Returns the rows (relative to start) in group order, ascending within a group, and the
-    2p + 1 group offsets.
-    """
-    width = members.itemsize * 8
-    offsets = np.zeros(2 * p + 1, dtype=np.int64)
-    for v in range(start, stop):
-        for w in range(members.shape[1]):
-            mask = np.uint64(members[v, w])
-            while mask:
-                low = mask & (~mask + np.uint64(1))
-                part = w * width + _bit_index(low)
-                offsets[2 * part + (1 if owner[v] != part else 0) + 1] += 1
-                mask ^= low
-    for g in range(2 * p):
-        offsets[g + 1] += offsets[g]
-    cursor = offsets[:-1].copy()
-    rows = np.empty(offsets[-1], dtype=np.int64)
-    for v in range(start, stop):
-        for w in range(members.shape[1]):
-            mask = np.uint64(members[v, w])
-            while mask:
-                low = mask & (~mask + np.uint64(1))
-                part = w * width + _bit_index(low)
-                group = 2 * part + (1 if owner[v] != part else 0)
-                rows[cursor[group]] = v - start
-                cursor[group] += 1
-                mask ^= low
-    return rows, offsets
 
 
 def _role_array(store: GraphStore) -> np.ndarray:
@@ -265,7 +95,7 @@ def _scatter_rows(
         for start in range(0, layout.shape[0], window_rows):
             stop = min(layout.shape[0], start + window_rows)
             window = np.asarray(layout.window(start, stop))
-            rows, offsets = _group_rows(members, owner, start, stop, p)
+            rows, offsets = group_rows(members, owner, start, stop, p)
             for group in range(2 * p):
                 count = int(offsets[group + 1] - offsets[group])
                 if count == 0:
@@ -287,15 +117,15 @@ def _route_edges(store, owner, p, hops, tmp_dir, chunk_edges):
     one last pass appends every edge to the spill of each partition it belongs to and grows the
     members (the hops-hop set) by one more hop.
     """
-    dtype = _word_dtype(p)
+    dtype = word_dtype(p)
     words = -(-p // (dtype.itemsize * 8))
-    full = _owned_bits(owner, np.zeros((len(owner), words), dtype=dtype))
+    full = owned_bits(owner, np.zeros((len(owner), words), dtype=dtype))
     passes = 0
     for _ in range(hops - 1):
         grown = full.copy()
         stream = store.edge_stream(chunk_edges)
         for chunk in stream:
-            _expand_chunk(chunk, full, grown)
+            expand_chunk(chunk, full, grown)
         passes += stream.passes
         full = grown
     state = np.concatenate([full, full], axis=1)  # full words, then member words, per node
@@ -307,10 +137,10 @@ def _route_edges(store, owner, p, hops, tmp_dir, chunk_edges):
     with ExitStack() as stack:
         spills = [stack.enter_context(open(tmp_dir / f"edges-{i}.bin", "wb")) for i in range(p)]
         for chunk in stream:
-            offsets = _route_masks(chunk, state, masks)[: p + 1]
+            offsets = route_masks(chunk, state, masks)[: p + 1]
             if offsets[-1] > len(grouped):  # reused across chunks; grows only for hops > 1
                 grouped = np.empty((int(offsets[-1]), 2), dtype=store.id_dtype)
-            _route_scatter(chunk, masks, offsets, grouped)
+            route_scatter(chunk, masks, offsets, grouped)
             edge_count += np.diff(offsets)
             for i in range(p):
                 if offsets[i + 1] > offsets[i]:
@@ -366,13 +196,13 @@ def _write_structure(store, owner, members, role, local_of, i, out_dir) -> dict:
     """part-i/: nodes, local CSR, local splits and meta.json, from partition i's spill file."""
     part_dir = out_dir / f"part-{i}"
     part_dir.mkdir()
-    nodes, owned = _members(members, owner, i)
+    nodes, owned = members_of(members, owner, i)
     spill = out_dir / f"edges-{i}.bin"
     edges = np.fromfile(spill, dtype=store.id_dtype).reshape(-1, 2)
     spill.unlink()
     indices = np.empty(2 * len(edges), dtype=np.int32 if len(nodes) < 2**31 else np.int64)
     cursor = np.zeros(len(nodes), dtype=np.int32 if len(indices) < 2**31 else np.int64)
-    indptr, cut = _local_csr(edges, nodes, owned, local_of, cursor, indices)
+    indptr, cut = local_csr(edges, nodes, owned, local_of, cursor, indices)
     del edges, cursor
     np.save(part_dir / "nodes.npy", nodes)
     np.save(part_dir / "indptr.npy", indptr)
