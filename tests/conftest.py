@@ -1,4 +1,5 @@
-"""Shared fixtures: a private cache root per test, and `requires_dataset` for the real datasets.
+"""Shared fixtures: a private cache root per test, `requires_dataset` for the real datasets, and
+`triangles`, the hand-checked graph of tests/graphs.py.
 
 Real datasets are read from GNNBENCH_RAW_DIR (default: gnnbench.paths.raw_dir(), a
 `shared/datasets` folder next to the checkout when there is one). A test reading one is marked
@@ -12,7 +13,9 @@ import os
 from pathlib import Path
 
 import pytest
+from graphs import TWO_TRIANGLES, make_store
 
+from gnnbench.data.store import GraphStore
 from gnnbench.paths import raw_dir
 
 RAW_DIR = raw_dir()
@@ -58,6 +61,12 @@ def gnnbench_home(tmp_path, monkeypatch) -> Path:
     monkeypatch.setenv("GNNBENCH_HOME", str(home))
     monkeypatch.setenv("GNNBENCH_RAW_DIR", str(RAW_DIR))
     return home
+
+
+@pytest.fixture
+def triangles(tmp_path) -> GraphStore:
+    """TWO_TRIANGLES (tests/graphs.py) as a store with node data: split train {0, 3}."""
+    return make_store(tmp_path / "triangles", TWO_TRIANGLES, 6, node_data=True)
 
 
 @pytest.fixture

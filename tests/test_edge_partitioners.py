@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from graphs import make_store
 
-from gnnbench.data.builder import GraphStoreBuilder
 from gnnbench.data.store import GraphStore
 from gnnbench.partition.algorithms import dbh as dbh_module
 from gnnbench.partition.algorithms import greedy as greedy_module
@@ -30,17 +30,6 @@ MODULES = {
     "grid": grid_module,
     "twops": twops_module,
 }
-
-
-def make_store(path, edges, num_nodes, features=False) -> GraphStore:
-    with GraphStoreBuilder(path, "tiny", "test") as builder:
-        builder.set_num_nodes(num_nodes)
-        builder.add_edges(np.array(edges), origin="test")
-        if features:
-            builder.set_features(np.ones((num_nodes, 2), dtype=np.float32))
-            builder.set_labels(np.arange(num_nodes) % 2)
-        builder.finish()
-    return GraphStore(path)
 
 
 def run_capturing(name, store, p, seed, params, monkeypatch):
@@ -320,7 +309,7 @@ def test_invariants(random_store, tmp_path, name, p):
 @pytest.mark.parametrize("name", EDGE_PARTITIONERS)
 def test_partition_stage(tmp_path, gnnbench_home, name):
     rng = np.random.default_rng(1)
-    store = make_store(tmp_path / "store", rng.integers(0, 60, size=(300, 2)), 60, features=True)
+    store = make_store(tmp_path / "store", rng.integers(0, 60, size=(300, 2)), 60, node_data=True)
     book, cached = run_partition_stage(store, {"name": name, "hops": 1}, 4, 0)
     assert not cached
     assert book.metrics["replication_factor"] >= 1

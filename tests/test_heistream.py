@@ -4,18 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_vertex_partitioners import TWO_TRIANGLES, edge_cut, make_store
+from graphs import make_store
+from test_vertex_partitioners import edge_cut
 
 from gnnbench.data.adjacency import ensure_adjacency
 from gnnbench.errors import ConfigError
 from gnnbench.partition.algorithms.heistream import _match_parts, _model_graph, heistream
 
 pytest.importorskip("pymetis", reason="heistream partitions its model graphs with pymetis")
-
-
-@pytest.fixture
-def triangles(tmp_path):
-    return make_store(tmp_path / "triangles", TWO_TRIANGLES, 6)
 
 
 def test_model_graph_by_hand(triangles):

@@ -4,34 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from graphs import make_store
 
-from gnnbench.data.builder import GraphStoreBuilder
-from gnnbench.data.store import GraphStore
 from gnnbench.errors import ConfigError
 from gnnbench.partition.algorithms.spring import spring
 from gnnbench.partition.book import PartitionBook
 from gnnbench.partition.gnn_ready import build_partitions
 from gnnbench.partition.stage import run_partition_stage
-
-# Two triangles joined by the bridge 2-3, in this stream order.
-TWO_TRIANGLES = [(0, 1), (1, 2), (0, 2), (3, 4), (4, 5), (3, 5), (2, 3)]
-
-
-def make_store(path, edges, num_nodes, features=True) -> GraphStore:
-    with GraphStoreBuilder(path, "tiny", "test") as builder:
-        builder.set_num_nodes(num_nodes)
-        builder.add_edges(np.array(edges), origin="test")
-        if features:
-            builder.set_features(np.arange(num_nodes * 3, dtype=np.float32).reshape(num_nodes, 3))
-            builder.set_labels(np.arange(num_nodes) % 2)
-            builder.set_split(np.array([0, 3]), np.array([1, 4]), np.array([2, 5]))
-        builder.finish()
-    return GraphStore(path)
-
-
-@pytest.fixture
-def triangles(tmp_path) -> GraphStore:
-    return make_store(tmp_path / "store", TWO_TRIANGLES, 6)
 
 
 def test_spring_sdt_cap_by_hand(triangles):
@@ -85,7 +64,7 @@ def test_two_hop_partitions(triangles, tmp_path):
 def test_isolated_nodes_and_invariants(tmp_path):
     rng = np.random.default_rng(3)
     edges = rng.integers(0, 300, size=(1500, 2))
-    store = make_store(tmp_path / "store", edges, 320)  # ids 300..319 are isolated
+    store = make_store(tmp_path / "store", edges, 320, node_data=True)  # ids 300..319 are isolated
     out = tmp_path / "book"
     out.mkdir()
     result = spring(store, 4, 0, {})
@@ -117,7 +96,8 @@ def test_book_round_trip_and_cache(triangles, gnnbench_home):
 
 def test_deterministic_owner(tmp_path, monkeypatch):
     rng = np.random.default_rng(5)
-    store = make_store(tmp_path / "store", rng.integers(0, 500, size=(4000, 2)), 500)
+    edges = rng.integers(0, 500, size=(4000, 2))
+    store = make_store(tmp_path / "store", edges, 500, node_data=True)
     owners = []
     for run in range(2):
         monkeypatch.setenv("GNNBENCH_HOME", str(tmp_path / f"home{run}"))

@@ -6,7 +6,8 @@ import math
 
 import numpy as np
 import pytest
-from test_vertex_partitioners import TWO_TRIANGLES, edge_cut, make_store
+from graphs import make_store
+from test_vertex_partitioners import edge_cut
 
 from gnnbench.errors import ConfigError
 from gnnbench.partition.algorithms.hash import hash_partition
@@ -14,11 +15,6 @@ from gnnbench.partition.base import PartitionResult, algorithm_params
 from gnnbench.partition.book import book_path
 from gnnbench.partition.refine import refine, refine_passes_of, refine_result
 from gnnbench.partition.stage import run_partition_stage
-
-
-@pytest.fixture
-def triangles(tmp_path):
-    return make_store(tmp_path / "triangles", TWO_TRIANGLES, 6)
 
 
 @pytest.fixture(scope="module")

@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from conftest import CORA, requires_dataset
+from graphs import make_store
 from test_data_sources import dataset_config
-from test_vertex_partitioners import edge_cut, make_store
+from test_vertex_partitioners import edge_cut
 
 from gnnbench.data.datasets import prepare_dataset
 from gnnbench.errors import ConfigError

@@ -6,9 +6,9 @@ import math
 
 import numpy as np
 import pytest
+from graphs import make_store
 
 from gnnbench.data.adjacency import INDICES_FILE, INDPTR_FILE, ensure_adjacency
-from gnnbench.data.builder import GraphStoreBuilder
 from gnnbench.data.store import GraphStore
 from gnnbench.errors import ConfigError
 from gnnbench.partition.algorithms.fennel import fennel
@@ -16,8 +16,6 @@ from gnnbench.partition.algorithms.grem import grem
 from gnnbench.partition.algorithms.ldg import ldg
 from gnnbench.partition.stage import run_partition_stage
 
-# Two triangles joined by the bridge 2-3.
-TWO_TRIANGLES = [(0, 1), (1, 2), (0, 2), (3, 4), (4, 5), (3, 5), (2, 3)]
 ALGORITHMS = {"grem": grem, "ldg": ldg, "fennel": fennel}
 
 try:
@@ -26,19 +24,6 @@ try:
     HAVE_PYMETIS = True
 except ImportError:
     HAVE_PYMETIS = False
-
-
-def make_store(path, edges, num_nodes) -> GraphStore:
-    with GraphStoreBuilder(path, "tiny", "test") as builder:
-        builder.set_num_nodes(num_nodes)
-        builder.add_edges(np.array(edges), origin="test")
-        builder.finish()
-    return GraphStore(path)
-
-
-@pytest.fixture
-def triangles(tmp_path) -> GraphStore:
-    return make_store(tmp_path / "triangles", TWO_TRIANGLES, 6)
 
 
 @pytest.fixture(scope="module")
