@@ -10,14 +10,16 @@ import os
 from pathlib import Path
 
 import pytest
+from omegaconf import OmegaConf
 
 from bench.gates import BaselineFile, Gate, failures, median_seconds, table
 from gnnbench.data.datasets import prepare_dataset
 from gnnbench.data.graph_ops import streaming_degree
 from gnnbench.data.store import GraphStore
-from gnnbench.paths import raw_dir
+from gnnbench.paths import REPO_ROOT, raw_dir
 
 BASELINES = Path(__file__).resolve().parent / "baselines"
+DATASET_CONF = REPO_ROOT / "conf" / "dataset"
 
 BENCH_HOME = Path(
     os.environ.get(
@@ -26,18 +28,25 @@ BENCH_HOME = Path(
 )
 
 
+def dataset_config(choice: str, /, **overrides) -> dict:
+    """conf/dataset/<choice>.yaml with `overrides` on top, as the plain dict prepare_dataset reads:
+    the gates measure the configs a user runs, not copies of them."""
+    config = OmegaConf.merge(OmegaConf.load(DATASET_CONF / f"{choice}.yaml"), overrides)
+    return OmegaConf.to_container(config, resolve=True)
+
+
 def power_law_config(num_edges: int, num_nodes: int | None = None) -> dict:
     """A synthetic contextual SBM with power-law degrees and about `num_edges` edges."""
     num_nodes = num_nodes or max(1000, num_edges // 10)
-    return {
-        "name": f"powerlaw-{num_edges}",
-        "source": "synthetic",
-        "num_nodes": num_nodes,
-        "avg_degree": 2 * num_edges / num_nodes * 1.02,  # a little over, for duplicates
-        "num_classes": 16,
-        "feature_dim": 8,
-        "seed": 7,
-    }
+    return dataset_config(
+        "synthetic",
+        name=f"powerlaw-{num_edges}",
+        num_nodes=num_nodes,
+        avg_degree=2 * num_edges / num_nodes * 1.02,  # a little over, for duplicates
+        num_classes=16,
+        feature_dim=8,
+        seed=7,
+    )
 
 
 @pytest.fixture(scope="session", autouse=True)

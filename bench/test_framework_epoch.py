@@ -23,13 +23,13 @@ from pathlib import Path
 
 import pytest
 import torch
-import yaml
 
 from gnnbench.data.datasets import prepare_dataset
 from gnnbench.data.store import GraphStore
-from gnnbench.paths import REPO_ROOT
 from gnnbench.setup.baseline_envs import distdgl_env, torch_sparse_with_metis
 from gnnbench.train.runner import run_training
+
+from .conftest import dataset_config
 
 pytestmark = pytest.mark.slow
 
@@ -127,8 +127,7 @@ def test_framework_epoch_time(benchmark):
     runners = {name: run for name, run in runners.items() if not missing.get(name)}
     if len(runners) == 1:
         pytest.skip("; ".join(missing.values()))
-    config = yaml.safe_load((REPO_ROOT / "conf" / "dataset" / f"{DATASET}.yaml").read_text())
-    store = prepare_dataset(config)
+    store = prepare_dataset(dataset_config(DATASET))
     threads = os.cpu_count() or 1
 
     def interleaved() -> dict[str, list[float]]:
