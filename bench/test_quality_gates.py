@@ -18,27 +18,18 @@ from gnnbench.partition.base import PARTITIONERS, algorithm_params, streaming_pa
 from gnnbench.partition.gnn_ready import build_partitions
 from gnnbench.partition.refine import refine_result
 
-from .conftest import require_raw
+from .conftest import dataset_config, require_raw
 from .test_partitioner_throughput import partitioner_config
 
 P = 4
 GATED_METRICS = ("replication_factor", "edge_cut", "vertex_balance")
 GRAPHS = {
-    "cora": {"name": "cora", "source": "planetoid", "path": "planetoid", "planetoid_name": "cora"},
-    "citeseer": {
-        "name": "citeseer",
-        "source": "planetoid",
-        "path": "planetoid",
-        "planetoid_name": "citeseer",
-    },
-    "3elt": {"name": "3elt", "source": "metis_graph", "path": "walshaw/graphs/3elt.graph"},
-    "synthetic": {
-        "name": "synthetic-gate",
-        "source": "synthetic",
-        "num_nodes": 5000,
-        "avg_degree": 8,
-        "seed": 3,
-    },
+    "cora": dataset_config("cora"),
+    "citeseer": dataset_config("citeseer"),
+    "3elt": dataset_config("metis_graph", name="3elt", path="walshaw/graphs/3elt.graph"),
+    "synthetic": dataset_config(
+        "synthetic", name="synthetic-gate", num_nodes=5000, avg_degree=8, seed=3
+    ),
 }
 
 

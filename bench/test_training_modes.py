@@ -7,16 +7,13 @@ its per-epoch compute includes the waits that model averaging spends once per sy
 
 from __future__ import annotations
 
-import yaml
-
 from gnnbench.data.datasets import prepare_dataset
 from gnnbench.partition.stage import run_partition_stage
-from gnnbench.paths import REPO_ROOT
 from gnnbench.train.runner import run_training
 
-from .conftest import require_raw
+from .conftest import dataset_config, require_raw
 
-AMAZON_CS = yaml.safe_load((REPO_ROOT / "conf" / "dataset" / "amazon_cs.yaml").read_text())
+AMAZON_CS = dataset_config("amazon_cs")
 
 
 def amazon_cs_store():
