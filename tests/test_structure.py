@@ -1,0 +1,86 @@
+"""Rooms small enough to know: no module in gnnbench/ over 400 lines, no function over 60.
+
+Compiled kernels (a numba.njit / numba.jit decorator) are exempt from the function limit: a hot
+loop is clearer in one piece than split across calls numba would have to inline again. Run as a
+script (`python tests/test_structure.py`) to list every offender with its size.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent.parent / "gnnbench"
+MAX_MODULE_LINES = 400
+MAX_FUNCTION_LINES = 60
+KERNEL_DECORATORS = {"njit", "jit"}
+
+
+def modules(package: Path = PACKAGE) -> list[Path]:
+    """Every Python source file of the package, in a stable order."""
+    return sorted(path for path in package.rglob("*.py") if "__pycache__" not in path.parts)
+
+
+def decorator_name(decorator: ast.expr) -> str:
+    """The last name of a decorator: `numba.njit(cache=True)` -> "njit"."""
+    if isinstance(decorator, ast.Call):
+        decorator = decorator.func
+    if isinstance(decorator, ast.Attribute):
+        return decorator.attr
+    return decorator.id if isinstance(decorator, ast.Name) else ""
+
+
+def is_kernel(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    return any(decorator_name(d) in KERNEL_DECORATORS for d in function.decorator_list)
+
+
+def long_functions(path: Path, limit: int = MAX_FUNCTION_LINES) -> list[str]:
+    """`path:line name (N lines)` for each non-kernel function or method longer than `limit`,
+    counted from its `def` line to its last line (decorators excluded)."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) or is_kernel(node):
+            continue
+        length = node.end_lineno - node.lineno + 1
+        if length > limit:
+            found.append(f"{relative(path)}:{node.lineno} {node.name} ({length} lines)")
+    return found
+
+
+def long_modules(limit: int = MAX_MODULE_LINES) -> list[str]:
+    """`path (N lines)` for each module of the package longer than `limit`."""
+    sizes = {path: len(path.read_text().splitlines()) for path in modules()}
+    return [f"{relative(path)} ({size} lines)" for path, size in sizes.items() if size > limit]
+
+
+def relative(path: Path) -> str:
+    """The path from the repository root (as is outside it)."""
+    return (
+        str(path.relative_to(PACKAGE.parent)) if path.is_relative_to(PACKAGE.parent) else str(path)
+    )
+
+
+def test_no_module_over_the_limit():
+    offenders = long_modules()
+    assert not offenders, f"modules over {MAX_MODULE_LINES} lines: " + "; ".join(offenders)
+
+
+def test_no_function_over_the_limit():
+    offenders = [line for path in modules() for line in long_functions(path)]
+    assert not offenders, f"functions over {MAX_FUNCTION_LINES} lines: " + "; ".join(offenders)
+
+
+def test_the_checks_see_a_long_function_and_skip_a_kernel(tmp_path):
+    body = "\n".join(f"    x{i} = {i}" for i in range(MAX_FUNCTION_LINES))
+    source = tmp_path / "sample.py"
+    source.write_text(
+        f"import numba\n\ndef plain():\n{body}\n\n@numba.njit(cache=True)\ndef kernel():\n{body}\n"
+    )
+    found = long_functions(source)
+    assert len(found) == 1 and " plain (61 lines)" in found[0]
+
+
+if __name__ == "__main__":
+    for line in long_modules() + [line for path in modules() for line in long_functions(path)]:
+        print(line)
