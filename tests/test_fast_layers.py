@@ -8,7 +8,7 @@ import pytest
 import torch
 from torch_geometric.nn import SAGEConv
 
-from gnnbench.train.models import build_model
+from gnnbench.train.models import build_model, relu_dropout
 from gnnbench.train.models.gcn import BlockGCNConv
 from gnnbench.train.models.sage import BlockSAGEConv
 from gnnbench.train.sampler import Block, NeighbourSampler
@@ -166,3 +166,25 @@ def test_centralized_training_on_cuda_reports_gpu_memory(gnnbench_home):
     result = run_training(store.path, None, train, model, 1, 1, 0)
     assert result["gpu_peak_mb"] > 0
     assert result["test_f1_micro"] > 0.25  # above chance for 4 balanced classes
+
+
+@pytest.mark.parametrize("rate", [0.0, 0.5, 0.8])
+def test_relu_dropout_is_relu_then_inverted_dropout(rate: float):
+    """Every output is 0 or relu(h) / (1 - rate); positives are kept with probability 1 - rate;
+    the gradient is the same mask; evaluation (and rate 0) is plain ReLU; a seed repeats it."""
+    # h from its own generator: drawn from the global one after manual_seed(3), its signs would
+    # follow the very uniforms that draw the mask
+    h = torch.randn(400, 250, generator=torch.Generator().manual_seed(0)).requires_grad_(True)
+    torch.manual_seed(3)
+    out = relu_dropout(h, rate, training=True)
+    out.sum().backward()
+    kept = out != 0
+    assert not kept[h <= 0].any()
+    scaled = torch.where(kept, h.relu() / (1 - rate), torch.zeros_like(h))
+    torch.testing.assert_close(out, scaled, **TOLERANCE)
+    torch.testing.assert_close(h.grad, kept.float() / (1 - rate), **TOLERANCE)
+    kept_share = kept[h > 0].float().mean().item()
+    assert abs(kept_share - (1 - rate)) < 0.01  # ~50k positives: std of the share < 0.003
+    torch.manual_seed(3)
+    assert torch.equal(relu_dropout(h, rate, training=True), out)
+    assert torch.equal(relu_dropout(h, rate, training=False), h.relu())

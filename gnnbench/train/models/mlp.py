@@ -6,10 +6,9 @@ from collections.abc import Mapping
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
-from gnnbench.train.models import MODELS, dropout_rate, layer_dims
+from gnnbench.train.models import MODELS, dropout_rate, layer_dims, relu_dropout
 from gnnbench.train.sampler import Block
 
 
@@ -32,7 +31,7 @@ class Mlp(nn.Module):
         for i, linear in enumerate(self.linears):
             h = linear(h)
             if i < len(self.linears) - 1:
-                h = F.dropout(F.relu(h), p=self.dropout, training=self.training)
+                h = relu_dropout(h, self.dropout, self.training)
         return h
 
 
