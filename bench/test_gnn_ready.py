@@ -21,13 +21,13 @@ from pathlib import Path
 import pytest
 
 from bench.gates import paired_ratio
-from gnnbench.partition.base import PARTITIONERS, algorithm_params
+from gnnbench.partition.base import PARTITIONERS
 from gnnbench.partition.book import book_path
 from gnnbench.partition.gnn_ready import build_partitions
+from gnnbench.partition.spec import PartitionSpec
 from gnnbench.partition.stage import run_partition_stage
 
 from .conftest import make_power_law_store
-from .test_partitioner_throughput import partitioner_config
 
 GATE_EDGES = 2_000_000
 SLOW_EDGES = 20_000_000
@@ -47,11 +47,11 @@ def test_gnn_ready_vs_spring(benchmark, speed_gates):
     store = make_power_law_store(GATE_EDGES)
     os.sync()  # a just-generated store's dirty pages would otherwise be written back mid-timing
     spring = PARTITIONERS.get("spring")
-    params = algorithm_params(partitioner_config("spring"))
-    owner = spring(store, P, 0, params).owner  # also compiles SPRING outside the timing
+    params = PartitionSpec.defaults("spring").kwargs()
+    owner = spring(store, P, 0, **params).owner  # also compiles SPRING outside the timing
     build_once(store, owner)  # compile the GNN-ready kernels outside the timing
     benchmark.pedantic(build_once, args=(store, owner), rounds=3, warmup_rounds=0)
-    ratio = paired_ratio(lambda: build_once(store, owner), lambda: spring(store, P, 0, params))
+    ratio = paired_ratio(lambda: build_once(store, owner), lambda: spring(store, P, 0, **params))
     benchmark.extra_info.update(edges=store.num_edges, spring_partition_times=ratio)
     speed_gates.check({f"gnn_ready/powerlaw-2M/p{P}/spring_partition_times": ratio}, "speed")
 
@@ -61,7 +61,7 @@ def test_gnn_ready_vs_spring(benchmark, speed_gates):
 def test_stage_at_20m(benchmark, node_data):
     store = make_power_law_store(SLOW_EDGES)
     os.sync()
-    config = partitioner_config("spring")
+    config = PartitionSpec.defaults("spring")
     stage_seconds = []
 
     def fresh_stage():
@@ -70,7 +70,9 @@ def test_stage_at_20m(benchmark, node_data):
             path = book_path(store.name, store.fingerprint, config, P, 0, full)
             shutil.rmtree(path, ignore_errors=True)
         started = time.perf_counter()
-        book, cached = run_partition_stage(store, config, P, 0, node_data)
+        book, cached = run_partition_stage(
+            store, partitioner=config, p=P, seed=0, node_data=node_data
+        )
         stage_seconds.append(time.perf_counter() - started)
         assert not cached
         return book

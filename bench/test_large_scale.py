@@ -14,10 +14,10 @@ import time
 import memray
 import pytest
 
-from gnnbench.partition.base import PARTITIONERS, algorithm_params
+from gnnbench.partition.base import PARTITIONERS
+from gnnbench.partition.spec import PartitionSpec
 
 from .conftest import degree_pass_seconds, make_power_law_store
-from .test_partitioner_throughput import partitioner_config
 
 LARGE_EDGES = 100_000_000
 P = 8
@@ -29,13 +29,13 @@ def test_large_graph(name, tmp_path):
     store = make_power_law_store(LARGE_EDGES)
     assert store.num_edges >= LARGE_EDGES
     partition_fn = PARTITIONERS.get(name)
-    params = algorithm_params(partitioner_config(name))
-    partition_fn(make_power_law_store(100_000), P, 0, params)  # compile outside the measurement
+    params = PartitionSpec.defaults(name).kwargs()
+    partition_fn(make_power_law_store(100_000), P, 0, **params)  # compile outside the measurement
     degree_pass = degree_pass_seconds(store, rounds=3)
     tracker_file = tmp_path / f"{name}.memray"
     started = time.perf_counter()
     with memray.Tracker(tracker_file):
-        result = partition_fn(store, P, 0, params)
+        result = partition_fn(store, P, 0, **params)
     seconds = time.perf_counter() - started
     peak_mb = memray.FileReader(tracker_file).metadata.peak_memory / 2**20
     assert result.owner.shape == (store.num_nodes,)

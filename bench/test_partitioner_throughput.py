@@ -10,23 +10,16 @@ from __future__ import annotations
 import os
 
 import pytest
-from omegaconf import OmegaConf
 
 from bench.gates import paired_ratio
 from gnnbench.data.graph_ops import streaming_degree
-from gnnbench.partition.base import PARTITIONERS, algorithm_params, streaming_partitioners
-from gnnbench.paths import REPO_ROOT
+from gnnbench.partition.base import PARTITIONERS, streaming_partitioners
+from gnnbench.partition.spec import PartitionSpec
 
 from .conftest import degree_pass_seconds, make_power_law_store
 
 THROUGHPUT_EDGES = 5_000_000
 P = 8
-
-
-def partitioner_config(name: str) -> dict:
-    return OmegaConf.to_container(
-        OmegaConf.load(REPO_ROOT / "conf" / "partitioner" / f"{name}.yaml")
-    )
 
 
 @pytest.fixture(scope="module")
@@ -45,11 +38,11 @@ def degree_pass(large_store) -> float:
 @pytest.mark.parametrize("name", streaming_partitioners())
 def test_throughput(benchmark, name, large_store, degree_pass, speed_gates):
     partition_fn = PARTITIONERS.get(name)
-    params = algorithm_params(partitioner_config(name))
+    keywords = PartitionSpec.defaults(name).kwargs()  # conf/partitioner/<name>.yaml's keys
     if hasattr(partition_fn, "prepare_store"):
         partition_fn.prepare_store(large_store)
     result = benchmark.pedantic(
-        partition_fn, args=(large_store, P, 0, params), rounds=3, warmup_rounds=1
+        partition_fn, args=(large_store, P, 0), kwargs=keywords, rounds=3, warmup_rounds=1
     )
     assert result.owner.shape == (large_store.num_nodes,)
     median = benchmark.stats.stats.median
@@ -60,7 +53,7 @@ def test_throughput(benchmark, name, large_store, degree_pass, speed_gates):
         degree_passes=median / degree_pass,
     )
     ratio = paired_ratio(
-        lambda: partition_fn(large_store, P, 0, params),
+        lambda: partition_fn(large_store, P, 0, **keywords),
         lambda: streaming_degree(large_store.edge_stream(), large_store.num_nodes),
     )
     benchmark.extra_info["paired_degree_passes"] = ratio

@@ -14,12 +14,12 @@ import functools
 import pytest
 
 from gnnbench.data.datasets import prepare_dataset
-from gnnbench.partition.base import PARTITIONERS, algorithm_params, streaming_partitioners
+from gnnbench.partition.base import streaming_partitioners
 from gnnbench.partition.gnn_ready import build_partitions
 from gnnbench.partition.refine import refine_result
+from gnnbench.partition.spec import PartitionSpec
 
 from .conftest import dataset_config, require_raw
-from .test_partitioner_throughput import partitioner_config
 
 P = 4
 GATED_METRICS = ("replication_factor", "edge_cut", "vertex_balance")
@@ -42,8 +42,7 @@ def gate_store(graph: str):
 def partition_quality(name: str, graph: str, out_dir) -> dict[str, float]:
     """The gated metrics of one partitioner on one graph (in-process, same code as a run)."""
     store = gate_store(graph)
-    partition_fn = PARTITIONERS.get(name)
-    result = partition_fn(store, P, 0, algorithm_params(partitioner_config(name)))
+    result = PartitionSpec.defaults(name).run(store, P, 0)
     metrics = build_partitions(store, result.owner, P, out_dir)
     return {f"{name}/{graph}/p{P}/{metric}": metrics[metric] for metric in GATED_METRICS}
 
@@ -65,8 +64,7 @@ VARIANTS = {
 def test_variant_quality(variant, quality_gates, tmp_path):
     name, overrides, refine_passes = VARIANTS[variant]
     store = gate_store("cora")
-    params = {**algorithm_params(partitioner_config(name)), **overrides}
-    result = PARTITIONERS.get(name)(store, P, 0, params)
+    result = PartitionSpec.defaults(name, **overrides).run(store, P, 0)
     owner = refine_result(store, result, P, refine_passes).owner
     metrics = build_partitions(store, owner, P, tmp_path)
     figures = {f"{variant}/cora/p{P}/{metric}": metrics[metric] for metric in GATED_METRICS}

@@ -8,6 +8,7 @@ its per-epoch compute includes the waits that model averaging spends once per sy
 from __future__ import annotations
 
 from gnnbench.data.datasets import prepare_dataset
+from gnnbench.partition.spec import PartitionSpec
 from gnnbench.partition.stage import run_partition_stage
 from gnnbench.train.runner import run_training
 
@@ -27,7 +28,7 @@ MODEL = {"name": "sage", "layers": 2, "hidden": 256, "dropout": 0.5}
 
 def test_model_avg_over_grad_avg_epoch_time(benchmark):
     store = amazon_cs_store()
-    book, _ = run_partition_stage(store, {"name": "spring", "hops": 1}, 2, 0)
+    book, _ = run_partition_stage(store, partitioner=PartitionSpec.defaults("spring"), p=2, seed=0)
 
     def train(mode: str) -> dict:
         return run_training(store.path, book.path, {"mode": mode, **TRAIN}, MODEL, 2, 1, 0)

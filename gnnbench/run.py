@@ -13,6 +13,7 @@ from gnnbench.atomic import remove_stale_temporaries
 from gnnbench.data.datasets import prepare_dataset
 from gnnbench.errors import ConfigError
 from gnnbench.partition.base import vertex_balance_bound
+from gnnbench.partition.spec import PartitionSpec
 from gnnbench.partition.stage import run_partition_stage
 from gnnbench.paths import gnnbench_home
 from gnnbench.track.mlflow_run import mlflow_run
@@ -162,10 +163,11 @@ def _data_and_partition(config: Mapping[str, Any], tracker, training: bool):
         log.info("partition: skipped (train=centralized trains the whole graph)")
         return store, None
     p = _num_parts(config, store, tracker)
+    partitioner = PartitionSpec.from_config(config["partitioner"])
     book, cached = run_partition_stage(
-        store, config["partitioner"], p, config["seed"], node_data=training
+        store, partitioner=partitioner, p=p, seed=config["seed"], node_data=training
     )
-    metrics = {**book.metrics, **_balance_bound(config["partitioner"], p, store.num_nodes)}
+    metrics = {**book.metrics, **_balance_bound(partitioner, p, store.num_nodes)}
     tracker.log_partition(book.path, metrics, book.meta.get("stats", {}), cached)
     _flag_balance_violation(tracker, metrics)
     log.info(
@@ -176,7 +178,7 @@ def _data_and_partition(config: Mapping[str, Any], tracker, training: bool):
     return store, book
 
 
-def _balance_bound(partitioner: Mapping[str, Any], p: int, num_nodes: int) -> dict[str, Any]:
+def _balance_bound(partitioner: PartitionSpec, p: int, num_nodes: int) -> dict[str, Any]:
     """The bound this run's config states (not a cached book's: the bound is not in its key)."""
     bound, source = vertex_balance_bound(partitioner, p, num_nodes)
     return {"vertex_balance_bound": bound, "vertex_balance_bound_source": source}

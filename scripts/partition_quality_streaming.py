@@ -23,6 +23,7 @@ from gnnbench.data.datasets import prepare_dataset
 from gnnbench.partition.algorithms.grem import grem
 from gnnbench.partition.base import PARTITIONERS
 from gnnbench.partition.refine import refine
+from gnnbench.partition.spec import PartitionSpec
 from gnnbench.partition.stage import run_partition_stage
 from gnnbench.paths import REPO_ROOT, raw_dir
 
@@ -61,10 +62,9 @@ CONFIGS: dict[str, tuple[str, dict]] = {
 }
 
 
-def partitioner_config(name: str, overrides: dict) -> dict:
+def partitioner_spec(name: str, overrides: dict) -> PartitionSpec:
     """conf/partitioner/<name>.yaml with the overrides, as the Hydra composition would give."""
-    config = yaml.safe_load((REPO_ROOT / "conf" / "partitioner" / f"{name}.yaml").read_text())
-    return {**config, **overrides}
+    return PartitionSpec.defaults(name, **overrides)
 
 
 def dataset_config(name: str) -> dict:
@@ -83,7 +83,11 @@ def run_missing(labels: list[str]) -> pd.DataFrame:
                 if (dataset, label, p) in have:
                     continue
                 book, _ = run_partition_stage(
-                    store, partitioner_config(name, overrides), p, 0, node_data=False
+                    store,
+                    partitioner=partitioner_spec(name, overrides),
+                    p=p,
+                    seed=0,
+                    node_data=False,
                 )
                 row = {"dataset": dataset, "config": label, "p": p}
                 row |= {column: book.metrics[column] for column in COLUMNS}
@@ -102,8 +106,8 @@ def peak_runs(num_edges: int, p: int = 16) -> pd.DataFrame:
     rows = []
     for label in PEAK_CONFIGS:
         name, overrides = CONFIGS[label]
-        config = partitioner_config(name, overrides)
-        book, _ = run_partition_stage(store, config, p, 0, node_data=False)
+        spec = partitioner_spec(name, overrides)
+        book, _ = run_partition_stage(store, partitioner=spec, p=p, seed=0, node_data=False)
         row = {"graph": store.name, "nodes": store.num_nodes, "edges": store.num_edges}
         row |= {"config": label, "p": p} | {column: book.metrics[column] for column in COLUMNS}
         print(row, flush=True)

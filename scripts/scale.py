@@ -36,6 +36,7 @@ from gnnbench.data.datasets import prepare_dataset  # noqa: E402
 from gnnbench.data.store import read_json  # noqa: E402
 from gnnbench.errors import GnnbenchError  # noqa: E402
 from gnnbench.partition.base import streaming_partitioners  # noqa: E402
+from gnnbench.partition.spec import PartitionSpec  # noqa: E402
 from gnnbench.partition.stage import run_partition_stage  # noqa: E402
 from gnnbench.paths import REPO_ROOT  # noqa: E402
 from gnnbench.track.mlflow_run import one_line  # noqa: E402
@@ -126,11 +127,14 @@ def _measure_stage(store, config: dict, p: int, node_data: bool) -> dict:
     """One fresh partition stage: its metrics, or the one-line error it ended with."""
     started = time.perf_counter()
     try:
-        book, cached = run_partition_stage(store, config, p, 0, node_data)
+        spec = PartitionSpec.defaults(**config)  # the YAML's keys, the shared block's, overrides
+        book, cached = run_partition_stage(
+            store, partitioner=spec, p=p, seed=0, node_data=node_data
+        )
         if cached:  # figures must come from this run: drop the cached book and run again
             shutil.rmtree(book.path)
             started = time.perf_counter()
-            book, _ = run_partition_stage(store, config, p, 0, node_data)
+            book, _ = run_partition_stage(store, partitioner=spec, p=p, seed=0, node_data=node_data)
     except GnnbenchError as exc:
         return {"error": one_line(exc), "stage_wall_s": round(time.perf_counter() - started, 3)}
     metrics = book.meta["metrics"]

@@ -15,6 +15,7 @@ import numpy as np
 
 from gnnbench.data.datasets import prepare_dataset
 from gnnbench.data.store import GraphStore
+from gnnbench.partition.spec import PartitionSpec
 from gnnbench.partition.stage import run_partition_stage
 from gnnbench.paths import REPO_ROOT, raw_dir
 
@@ -34,8 +35,8 @@ def best_known_cut(store: GraphStore, partition_file) -> int:
 
 
 def grem_cut(store: GraphStore, chunk_fraction: float) -> tuple[int, float, float]:
-    config = {"name": "grem", "hops": 1, "chunk_fraction": chunk_fraction, "seed_method": "auto"}
-    book, _ = run_partition_stage(store, config, 2, 0)
+    spec = PartitionSpec.defaults("grem", chunk_fraction=chunk_fraction, seed_method="auto")
+    book, _ = run_partition_stage(store, partitioner=spec, p=2, seed=0)
     metrics = book.metrics
     return (
         round(metrics["edge_cut"] * store.num_edges),

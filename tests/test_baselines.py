@@ -21,6 +21,7 @@ from test_end_to_end import gnnbench, runs
 
 from gnnbench.data.datasets import prepare_dataset
 from gnnbench.errors import BaselineUnavailable, OutOfMemory
+from gnnbench.partition.spec import PartitionSpec
 from gnnbench.partition.stage import run_partition_stage
 from gnnbench.paths import gnnbench_home as home_of_environment
 from gnnbench.setup import baseline_envs
@@ -55,7 +56,8 @@ def distdgl_ready(gnnbench_home):
 
 def _partition(name: str, p: int = 4, **params):
     store = prepare_dataset(dataset_config("cora"))
-    book, cached = run_partition_stage(store, {"name": name, "hops": 1, **params}, p, 0, False)
+    spec = PartitionSpec.defaults(name, **params)
+    book, cached = run_partition_stage(store, partitioner=spec, p=p, seed=0, node_data=False)
     assert not cached
     return store, book
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from configured import configured
 from graphs import make_store
 
 from gnnbench.data.store import GraphStore
@@ -16,10 +17,10 @@ from gnnbench.partition.algorithms import greedy as greedy_module
 from gnnbench.partition.algorithms import grid as grid_module
 from gnnbench.partition.algorithms import hdrf as hdrf_module
 from gnnbench.partition.algorithms import twops as twops_module
-from gnnbench.partition.base import PARTITIONERS
 from gnnbench.partition.edge_partition import argmax_tiebreak
 from gnnbench.partition.gnn_ready import build_partitions
 from gnnbench.partition.hashing import hash_id, hash_ids
+from gnnbench.partition.spec import PartitionSpec
 from gnnbench.partition.stage import run_partition_stage
 
 EDGE_PARTITIONERS = ["hdrf", "dbh", "greedy", "grid", "twops"]
@@ -43,7 +44,7 @@ def run_capturing(name, store, p, seed, params, monkeypatch):
         return real(replicas, p, seed, stats)
 
     monkeypatch.setattr(module, "result_from_replicas", capture)
-    result = PARTITIONERS.get(name)(store, p, seed, params)
+    result = configured(name)(store, p, seed, **params)
     bits = captured["replicas"]
     sets = [
         {q for q in range(p) if (int(bits[v, q >> 6]) >> (q & 63)) & 1}
@@ -263,7 +264,7 @@ def test_twops_full_prepartition_falls_back(tmp_path, monkeypatch):
 def test_twops_clustering_passes(tmp_path):
     rng = np.random.default_rng(2)
     store = make_store(tmp_path / "store", rng.integers(0, 100, size=(600, 2)), 100)
-    result = PARTITIONERS.get("twops")(store, 4, 0, {"stream_iters": 3})
+    result = configured("twops")(store, 4, 0, stream_iters=3)
     assert result.stats["clustering_passes"] == 3
     assert result.stats["passes"] == 1 + 3 + 2
 
@@ -284,8 +285,8 @@ def random_store(tmp_path_factory) -> GraphStore:
 @pytest.mark.parametrize("p", [5, 8, 70])  # 70: two bitset words per node
 def test_invariants(random_store, tmp_path, name, p):
     store = random_store
-    fn = PARTITIONERS.get(name)
-    result = fn(store, p, 3, {})
+    fn = configured(name)
+    result = fn(store, p, 3)
     stats = result.stats
     assert len(stats["edge_loads"]) == p
     assert sum(stats["edge_loads"]) == store.num_edges  # every edge placed exactly once
@@ -296,7 +297,7 @@ def test_invariants(random_store, tmp_path, name, p):
     if name == "twops":
         assert stats["max_edge_load"] <= stats["edge_capacity"]  # |E| >= 20 p: never all full
     # deterministic, and independent of the chunk size
-    again = fn(store, p, 3, {"chunk_edges": 97})
+    again = fn(store, p, 3, chunk_edges=97)
     assert again.owner.tobytes() == owner.tobytes()
     assert again.stats == stats
     out = tmp_path / "book"
@@ -310,7 +311,7 @@ def test_invariants(random_store, tmp_path, name, p):
 def test_partition_stage(tmp_path, gnnbench_home, name):
     rng = np.random.default_rng(1)
     store = make_store(tmp_path / "store", rng.integers(0, 60, size=(300, 2)), 60, node_data=True)
-    book, cached = run_partition_stage(store, {"name": name, "hops": 1}, 4, 0)
+    book, cached = run_partition_stage(store, partitioner=PartitionSpec.defaults(name), p=4, seed=0)
     assert not cached
     assert book.metrics["replication_factor"] >= 1
     assert book.metrics["passes"] >= 1

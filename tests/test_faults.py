@@ -21,6 +21,7 @@ from gnnbench.atomic import remove_stale_temporaries
 from gnnbench.data.datasets import prepare_dataset
 from gnnbench.errors import DataError
 from gnnbench.partition.book import PartitionBook, open_verified
+from gnnbench.partition.spec import PartitionSpec
 from gnnbench.partition.stage import run_partition_stage
 
 SMALL_SYNTHETIC = {
@@ -47,7 +48,9 @@ def store(gnnbench_home):
 
 
 def _book(store, node_data: bool = True):
-    return run_partition_stage(store, {"name": "spring", "hops": 1}, 4, 0, node_data)
+    return run_partition_stage(
+        store, partitioner=PartitionSpec.defaults("spring"), p=4, seed=0, node_data=node_data
+    )
 
 
 @pytest.mark.fault("cache: truncated owner.npy in a cached book")
@@ -317,7 +320,7 @@ def test_nonfinite_loss_on_a_rank_fails_fast(tmp_path, gnnbench_home):
 
     _huge_feature_npz(tmp_path / "huge.npz")
     store = prepare_dataset({"name": "huge", "source": "npz", "path": str(tmp_path / "huge.npz")})
-    book, _ = run_partition_stage(store, {"name": "hash", "hops": 1}, 2, 0)
+    book, _ = run_partition_stage(store, partitioner=PartitionSpec.defaults("hash"), p=2, seed=0)
     train = {"mode": "model_avg", "epochs": 2, "batch_size": 64, "fanouts": [5, 5]}
     model = {"name": "sage", "layers": 2, "hidden": 8}
     with pytest.raises(NonFiniteLoss, match="at epoch 1"):

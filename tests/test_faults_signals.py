@@ -21,6 +21,7 @@ from gnnbench import lifecycle
 from gnnbench.data.datasets import prepare_dataset
 from gnnbench.errors import Interrupted, Killed, OutOfMemory
 from gnnbench.partition import stage
+from gnnbench.partition.spec import PartitionSpec
 from gnnbench.partition.stage import run_partition_stage
 
 SPAWNED = "multiprocessing.spawn"  # a training rank's command line (its samplers are forks of it)
@@ -262,7 +263,7 @@ def test_partition_process_killed_without_evidence_is_killed_not_oom(monkeypatch
     """SIGKILL alone is no evidence of the OOM killer: Killed, naming the signal."""
     monkeypatch.setattr(lifecycle, "oom_kill_count", lambda: 3)
     with pytest.raises(Killed, match="partition process for spring was killed by SIGKILL$"):
-        stage._raise_for_crash(_crash(-9), {"name": "spring"}, oom_kills_before=3)
+        stage._raise_for_crash(_crash(-9), PartitionSpec.defaults("spring"), oom_kills_before=3)
 
 
 @pytest.mark.fault("signals: partition process killed under a memory cap or by the OOM killer")
@@ -270,9 +271,9 @@ def test_partition_process_killed_with_evidence_is_out_of_memory(monkeypatch):
     """Under a cap, or with the cgroup's OOM-kill counter risen meanwhile: OutOfMemory."""
     monkeypatch.setattr(lifecycle, "oom_kill_count", lambda: 4)
     with pytest.raises(OutOfMemory, match="out-of-memory killer"):
-        stage._raise_for_crash(_crash(-9), {"name": "spring"}, oom_kills_before=3)
+        stage._raise_for_crash(_crash(-9), PartitionSpec.defaults("spring"), oom_kills_before=3)
     with pytest.raises(OutOfMemory, match="under its memory cap"):
-        stage._raise_for_crash(_crash(-11), {"name": "spring", "memory_limit_gb": 1})
+        stage._raise_for_crash(_crash(-11), PartitionSpec.defaults("spring", memory_limit_gb=1))
 
 
 @pytest.mark.fault("signals: the real partition subprocess SIGKILLed by another process")
@@ -299,6 +300,8 @@ def test_partition_process_killed_by_signal_ends_killed(gnnbench_home):
     killer.start()
     try:
         with pytest.raises(Killed, match="killed by SIGKILL"):
-            run_partition_stage(store, {"name": "hash", "hops": 1}, 8, 0, node_data=False)
+            run_partition_stage(
+                store, partitioner=PartitionSpec.defaults("hash"), p=8, seed=0, node_data=False
+            )
     finally:
         killer.join()

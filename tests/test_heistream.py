@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from configured import configured
 from graphs import make_store
 from test_vertex_partitioners import edge_cut
 
 from gnnbench.data.adjacency import ensure_adjacency
 from gnnbench.errors import ConfigError
-from gnnbench.partition.algorithms.heistream import _match_parts, _model_graph, heistream
+from gnnbench.partition.algorithms.heistream import _match_parts, _model_graph
+
+heistream = configured("heistream")
 
 pytest.importorskip("pymetis", reason="heistream partitions its model graphs with pymetis")
 
@@ -49,7 +52,7 @@ def test_match_parts_follows_block_nodes():
 
 def test_one_buffer_is_metis_on_the_graph(triangles):
     """A buffer holding the whole graph: METIS cuts the bridge only."""
-    result = heistream(triangles, 2, 0, {"buffer_nodes": 6})
+    result = heistream(triangles, 2, 0, buffer_nodes=6)
     assert edge_cut(triangles, result.owner) == 1
     assert sorted(np.bincount(result.owner).tolist()) == [3, 3]
     assert result.stats["buffers"] == 1
@@ -59,8 +62,8 @@ def test_one_buffer_is_metis_on_the_graph(triangles):
 def test_invariants_and_determinism(tmp_path, p):
     rng = np.random.default_rng(2)
     store = make_store(tmp_path / "r", rng.integers(0, 500, size=(2500, 2)), 520)
-    a = heistream(store, p, 3, {"buffer_nodes": 64})
-    b = heistream(store, p, 3, {"buffer_nodes": 64})
+    a = heistream(store, p, 3, buffer_nodes=64)
+    b = heistream(store, p, 3, buffer_nodes=64)
     assert np.array_equal(a.owner, b.owner)
     assert a.owner.min() >= 0 and a.owner.max() < p
     assert np.bincount(a.owner, minlength=p).max() < a.stats["capacity"] + 1
@@ -70,4 +73,4 @@ def test_invariants_and_determinism(tmp_path, p):
 @pytest.mark.parametrize("value", [0, -3, 2.5, True])
 def test_bad_buffer_nodes(triangles, value):
     with pytest.raises(ConfigError, match="partitioner.buffer_nodes: expected a whole number"):
-        heistream(triangles, 2, 0, {"buffer_nodes": value})
+        heistream(triangles, 2, 0, buffer_nodes=value)

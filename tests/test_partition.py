@@ -7,10 +7,15 @@ import pytest
 from graphs import make_store
 
 from gnnbench.errors import ConfigError
-from gnnbench.partition.algorithms.spring import spring
 from gnnbench.partition.book import PartitionBook
 from gnnbench.partition.gnn_ready import build_partitions
+from gnnbench.partition.spec import PartitionSpec
 from gnnbench.partition.stage import run_partition_stage
+
+
+def spring(store, p: int, seed: int, **params):
+    """SPRING with conf/partitioner/spring.yaml's keys, `params` overriding them."""
+    return PartitionSpec.defaults("spring", **params).run(store, p, seed)
 
 
 def test_spring_sdt_cap_by_hand(triangles):
@@ -18,7 +23,7 @@ def test_spring_sdt_cap_by_hand(triangles):
     # 0 -> cluster of its richest neighbour 2 (size 2), 1 -> 2 (size 3), 2 and 3 would exceed
     # 1.05 * 6 / 2 = 3.15, 4 -> 3 (size 2); 5 is last and not visited. Largest first:
     # {0,1,2} -> part 0, {3,4} -> part 1, {5} -> lightest part 1.
-    result = spring(triangles, 2, 0, {"volume_cap": "sdt", "beta": 1.05})
+    result = spring(triangles, 2, 0, volume_cap="sdt", beta=1.05)
     assert result.owner.tolist() == [0, 0, 0, 1, 1, 1]
     assert result.stats["clusters_before_merge"] == 6
     assert result.stats["clusters_after_merge"] == 3
@@ -29,7 +34,7 @@ def test_spring_2ps_cap_by_hand(triangles):
     # Cap 2 * 7 / 2 = 7: 0 joins 1's cluster, 2 joins it (volume 7); 4 and 5 join 3 (volume 7);
     # on the bridge both volumes are 7 <= 7 and ties move u, so 2 moves to 3's cluster (volume 10).
     # Clusters {0,1} and {2,3,4,5}: merging them would exceed 3.15 nodes.
-    result = spring(triangles, 2, 0, {"volume_cap": "2ps", "beta": 1.05})
+    result = spring(triangles, 2, 0, volume_cap="2ps", beta=1.05)
     assert result.owner.tolist() == [1, 1, 0, 0, 0, 0]
     assert result.stats["clusters_before_merge"] == 2
     assert result.stats["clusters_after_merge"] == 2
@@ -67,7 +72,7 @@ def test_isolated_nodes_and_invariants(tmp_path):
     store = make_store(tmp_path / "store", edges, 320, node_data=True)  # ids 300..319 are isolated
     out = tmp_path / "book"
     out.mkdir()
-    result = spring(store, 4, 0, {})
+    result = spring(store, 4, 0)
     owner = result.owner
     assert owner.shape == (320,) and owner.min() >= 0 and owner.max() < 4
     metrics = build_partitions(store, owner, 4, out)
@@ -77,8 +82,8 @@ def test_isolated_nodes_and_invariants(tmp_path):
 
 
 def test_book_round_trip_and_cache(triangles, gnnbench_home):
-    config = {"name": "spring", "hops": 1, "volume_cap": "sdt", "beta": 1.05}
-    book, cached = run_partition_stage(triangles, config, 2, 0)
+    config = PartitionSpec.defaults("spring", hops=1, volume_cap="sdt", beta=1.05)
+    book, cached = run_partition_stage(triangles, partitioner=config, p=2, seed=0)
     assert not cached
     assert book.metrics["partition_peak_mb"] > 0
     assert (book.path / "partition_flamegraph.html").is_file()
@@ -89,7 +94,7 @@ def test_book_round_trip_and_cache(triangles, gnnbench_home):
         np.testing.assert_array_equal(part.labels, part.nodes % 2)
         owned = part.nodes[: part.num_owned]
         assert set(owned[part.split["train"]].tolist()) <= {0, 3}
-    again, cached = run_partition_stage(triangles, config, 2, 0)
+    again, cached = run_partition_stage(triangles, partitioner=config, p=2, seed=0)
     assert cached and again.path == book.path
     assert PartitionBook(book.path).owner().tolist() == [0, 0, 0, 1, 1, 1]
 
@@ -101,7 +106,9 @@ def test_deterministic_owner(tmp_path, monkeypatch):
     owners = []
     for run in range(2):
         monkeypatch.setenv("GNNBENCH_HOME", str(tmp_path / f"home{run}"))
-        book, _ = run_partition_stage(store, {"name": "spring", "hops": 1}, 4, 0)
+        book, _ = run_partition_stage(
+            store, partitioner=PartitionSpec.defaults("spring"), p=4, seed=0
+        )
         owners.append((book.path / "owner.npy").read_bytes())
     assert owners[0] == owners[1]
 
@@ -109,7 +116,7 @@ def test_deterministic_owner(tmp_path, monkeypatch):
 @pytest.mark.fault("config: p larger than the node count (stage)")
 def test_p_larger_than_nodes(triangles, gnnbench_home):
     with pytest.raises(ConfigError, match="p=7 is larger than the number of nodes"):
-        run_partition_stage(triangles, {"name": "spring"}, 7, 0)
+        run_partition_stage(triangles, partitioner=PartitionSpec.defaults("spring"), p=7, seed=0)
     assert (
         not any((gnnbench_home / "partitions").glob("*"))
         if (gnnbench_home / "partitions").exists()
@@ -120,15 +127,17 @@ def test_p_larger_than_nodes(triangles, gnnbench_home):
 @pytest.mark.fault("config: an unknown partitioner")
 def test_unknown_partitioner(triangles, gnnbench_home):
     with pytest.raises(ConfigError, match="unknown partitioner 'nope'"):
-        run_partition_stage(triangles, {"name": "nope"}, 2, 0)
+        PartitionSpec.from_config({"name": "nope", "hops": 1})
 
 
 def test_structure_only_book(triangles, gnnbench_home):
-    config = {"name": "spring", "hops": 1}
-    bare, cached = run_partition_stage(triangles, config, 2, 0, node_data=False)
+    config = PartitionSpec.defaults("spring")
+    bare, cached = run_partition_stage(triangles, partitioner=config, p=2, seed=0, node_data=False)
     assert not cached and not (bare.path / "part-0" / "feat.npy").exists()
     assert bare.meta["node_data"] is False
-    full, _ = run_partition_stage(triangles, config, 2, 0)
+    full, _ = run_partition_stage(triangles, partitioner=config, p=2, seed=0)
     assert full.path != bare.path and (full.path / "part-0" / "feat.npy").is_file()
-    reused, cached = run_partition_stage(triangles, config, 2, 0, node_data=False)
+    reused, cached = run_partition_stage(
+        triangles, partitioner=config, p=2, seed=0, node_data=False
+    )
     assert cached and reused.path == full.path  # a full book serves a partition-only run

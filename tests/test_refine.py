@@ -6,14 +6,15 @@ import math
 
 import numpy as np
 import pytest
+from configured import configured
 from graphs import make_store
 from test_vertex_partitioners import edge_cut
 
 from gnnbench.errors import ConfigError
-from gnnbench.partition.algorithms.hash import hash_partition
-from gnnbench.partition.base import PartitionResult, algorithm_params
+from gnnbench.partition.base import PartitionResult
 from gnnbench.partition.book import book_path
-from gnnbench.partition.refine import refine, refine_passes_of, refine_result
+from gnnbench.partition.refine import refine, refine_result
+from gnnbench.partition.spec import PartitionSpec
 from gnnbench.partition.stage import run_partition_stage
 
 
@@ -62,7 +63,7 @@ def test_refine_never_worsens_and_keeps_the_bound(random_graph, p, start):
     if start == "random":
         owner = np.random.default_rng(p).integers(0, p, size=n).astype(np.int32)
     else:
-        owner = hash_partition(random_graph, p, 0, {}).owner.astype(np.int32)
+        owner = configured("hash")(random_graph, p, 0).owner.astype(np.int32)
     before = edge_cut(random_graph, owner)
     entry_max = np.bincount(owner, minlength=p).max()
     again = owner.copy()
@@ -83,12 +84,13 @@ def test_refine_never_worsens_and_keeps_the_bound(random_graph, p, start):
 @pytest.mark.parametrize("value", [-1, 1.5, True, "2"])
 def test_bad_refine_passes(value):
     with pytest.raises(ConfigError, match="partitioner.refine_passes: expected a whole number"):
-        refine_passes_of({"name": "ldg", "refine_passes": value})
+        PartitionSpec.defaults("ldg", refine_passes=value)
 
 
 def test_refine_passes_is_shared_not_an_algorithm_parameter():
-    assert "refine_passes" not in algorithm_params({"name": "ldg", "refine_passes": 2})
-    assert refine_passes_of({"name": "ldg"}) == 0
+    spec = PartitionSpec.defaults("ldg", refine_passes=2)
+    assert spec.refine_passes == 2 and "refine_passes" not in spec.kwargs()
+    assert PartitionSpec.defaults("ldg").refine_passes == 0
 
 
 def test_refine_result_adds_passes_and_keeps_the_partitioners_array(triangles):
@@ -102,8 +104,8 @@ def test_refine_result_adds_passes_and_keeps_the_partitioners_array(triangles):
 def test_refined_books_are_keyed_by_the_refinement_version(monkeypatch):
     import gnnbench.partition.refine as refine_module
 
-    plain = {"name": "ldg", "hops": 1, "refine_passes": 0}
-    refined = {**plain, "refine_passes": 2}
+    plain = PartitionSpec.defaults("ldg", refine_passes=0)
+    refined = PartitionSpec.defaults("ldg", refine_passes=2)
     before = book_path("g", "f", refined, 4, 0), book_path("g", "f", plain, 4, 0)
     monkeypatch.setattr(refine_module, "REFINE_VERSION", "next")
     after = book_path("g", "f", refined, 4, 0), book_path("g", "f", plain, 4, 0)
@@ -111,12 +113,12 @@ def test_refined_books_are_keyed_by_the_refinement_version(monkeypatch):
 
 
 def test_partition_stage_refines_inside_the_measured_step(triangles, gnnbench_home):
-    plain = {"name": "hash", "hops": 1}
-    refined = {**plain, "refine_passes": 2}
+    plain = PartitionSpec.defaults("hash")
+    refined = PartitionSpec.defaults("hash", refine_passes=2)
     fp = triangles.fingerprint
     assert book_path("tiny", fp, plain, 2, 0) != book_path("tiny", fp, refined, 2, 0)
-    before, _ = run_partition_stage(triangles, plain, 2, 0)
-    after, cached = run_partition_stage(triangles, refined, 2, 0)
+    before, _ = run_partition_stage(triangles, partitioner=plain, p=2, seed=0)
+    after, cached = run_partition_stage(triangles, partitioner=refined, p=2, seed=0)
     assert not cached
     stats = after.meta["stats"]
     assert stats["refine_cut_0"] == round(before.metrics["edge_cut"] * triangles.num_edges)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from configured import configured
 from conftest import CORA, requires_dataset
 from graphs import make_store
 from test_data_sources import dataset_config
@@ -11,8 +12,8 @@ from test_vertex_partitioners import edge_cut
 
 from gnnbench.data.datasets import prepare_dataset
 from gnnbench.errors import ConfigError
-from gnnbench.partition.algorithms.fennel import fennel
-from gnnbench.partition.algorithms.ldg import ldg
+
+ldg, fennel = configured("ldg"), configured("fennel")
 
 STREAMERS = {"ldg": ldg, "fennel": fennel}
 
@@ -30,10 +31,10 @@ def test_ldg_second_pass_fixes_an_early_choice(tmp_path):
     P1 is open (3 < 3.75), so 2 -> P1; 3, 4, 5 stay. Owners 0 1 1 0 1 1, cut 0.
     """
     store = make_store(tmp_path / "s", RESTREAM_EDGES, 6)
-    first = ldg(store, 2, 0, {"capacity_factor": 1.25})
+    first = ldg(store, 2, 0, capacity_factor=1.25)
     assert first.owner.tolist() == [0, 1, 0, 0, 1, 1]
     assert edge_cut(store, first.owner) == 1
-    second = ldg(store, 2, 0, {"capacity_factor": 1.25, "passes": 2})
+    second = ldg(store, 2, 0, capacity_factor=1.25, passes=2)
     assert second.owner.tolist() == [0, 1, 1, 0, 1, 1]
     assert edge_cut(store, second.owner) == 0
     assert second.stats["restream_moves_2"] == 1
@@ -47,9 +48,9 @@ def test_restream_deterministic_per_seed(name, tmp_path):
     rng = np.random.default_rng(5)
     store = make_store(tmp_path / "r", rng.integers(0, 300, size=(1500, 2)), 300)
     params = {"passes": 3, "order": "random"}
-    a = STREAMERS[name](store, 4, 11, params)
-    b = STREAMERS[name](store, 4, 11, params)
-    c = STREAMERS[name](store, 4, 12, params)
+    a = STREAMERS[name](store, 4, 11, **params)
+    b = STREAMERS[name](store, 4, 11, **params)
+    c = STREAMERS[name](store, 4, 12, **params)
     assert np.array_equal(a.owner, b.owner)
     built_once = ("passes", "adjacency_build_passes", "adjacency_windows")  # the first call builds
     assert {k: v for k, v in a.stats.items() if k not in built_once} == {
@@ -64,12 +65,12 @@ def test_restream_deterministic_per_seed(name, tmp_path):
 def test_bad_passes(passes, tmp_path):
     store = make_store(tmp_path / "s", RESTREAM_EDGES, 6)
     with pytest.raises(ConfigError, match="partitioner.passes: expected a whole number >= 1"):
-        ldg(store, 2, 0, {"passes": passes})
+        ldg(store, 2, 0, passes=passes)
 
 
 @requires_dataset(CORA)
 @pytest.mark.parametrize("name", sorted(STREAMERS))
 def test_restream_no_worse_on_cora(name, gnnbench_home):
     store = prepare_dataset(dataset_config("cora"))
-    cuts = [edge_cut(store, STREAMERS[name](store, 4, 0, {"passes": t}).owner) for t in (1, 2, 3)]
+    cuts = [edge_cut(store, STREAMERS[name](store, 4, 0, passes=t).owner) for t in (1, 2, 3)]
     assert cuts[1] <= cuts[0] and cuts[2] <= cuts[1], cuts

@@ -58,13 +58,16 @@ def community_store(
 @pytest.fixture(scope="module")
 def graph(tmp_path_factory):
     """(store, book path with p=2) shared by the run tests; the book is built by the real stage."""
+    from gnnbench.partition.spec import PartitionSpec
     from gnnbench.partition.stage import run_partition_stage
 
     root = tmp_path_factory.mktemp("train")
     store = community_store(root / "store")
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("GNNBENCH_HOME", str(root / "home"))
-        book, _ = run_partition_stage(store, {"name": "hash", "hops": 1}, 2, 0)
+        book, _ = run_partition_stage(
+            store, partitioner=PartitionSpec.defaults("hash"), p=2, seed=0
+        )
     return store, book.path
 
 

@@ -6,15 +6,16 @@ import math
 
 import numpy as np
 import pytest
+from configured import configured
 from graphs import make_store
 
 from gnnbench.data.adjacency import INDICES_FILE, INDPTR_FILE, ensure_adjacency
 from gnnbench.data.store import GraphStore
 from gnnbench.errors import ConfigError
-from gnnbench.partition.algorithms.fennel import fennel
-from gnnbench.partition.algorithms.grem import grem
-from gnnbench.partition.algorithms.ldg import ldg
+from gnnbench.partition.spec import PartitionSpec
 from gnnbench.partition.stage import run_partition_stage
+
+grem, ldg, fennel = configured("grem"), configured("ldg"), configured("fennel")
 
 ALGORITHMS = {"grem": grem, "ldg": ldg, "fennel": fennel}
 
@@ -65,7 +66,7 @@ def test_ldg_by_hand(triangles):
     # v2: counts (2, 0), sizes (2, 0): scores (2 * (1 - 2/3.15) = 0.730, 0) -> P0.
     # v3: counts (1, 0), sizes (3, 0): scores (1 * (1 - 3/3.15) = 0.048, 0) -> P0 (3 < C).
     # v4: P0 is full (4 >= 3.15) and excluded -> P1.  v5: likewise -> P1.
-    result = ldg(triangles, 2, 0, {})
+    result = ldg(triangles, 2, 0)
     assert result.owner.tolist() == [0, 0, 0, 0, 1, 1]
     assert result.stats["capacity"] == pytest.approx(3.15)
     assert result.stats["passes"] == 1 + result.stats["adjacency_build_passes"]
@@ -80,7 +81,7 @@ def test_fennel_by_hand(triangles):
     # v3: counts (1, 0): (1 - 1.42887 = -0.42887, -1.01036) -> P0.  sizes (3, 1)
     # v4: counts (1, 0): (1 - 1.75 = -0.75, -1.01036) -> P0 (3 < C).  sizes (4, 1)
     # v5: P0 is full (4 >= 3.15) and excluded -> P1.
-    result = fennel(triangles, 2, 0, {})
+    result = fennel(triangles, 2, 0)
     assert result.owner.tolist() == [0, 1, 0, 0, 0, 1]
     assert result.stats["alpha"] == pytest.approx(math.sqrt(2) * 7 / 6**1.5)
 
@@ -102,7 +103,7 @@ def test_grem_by_hand(tmp_path):
     # chunk 4 (6,7),(0,7): 7 has counts (2,0) but side 0 is full -> side 1. Node 0: new (0,1),
     #   stored (0.5, 0.5): tie, stays. Node 6 likewise.
     store = make_store(tmp_path / "store", GREM_EDGES, 8)
-    result = grem(store, 2, 0, {"chunk_fraction": 0.25, "seed_method": "bfs"})
+    result = grem(store, 2, 0, chunk_fraction=0.25, seed_method="bfs")
     assert result.owner.tolist() == [0, 1, 1, 1, 0, 0, 0, 1]
     assert result.stats["refinement_moves"] == 1
     assert result.stats["passes"] == 1
@@ -113,7 +114,7 @@ def test_grem_by_hand(tmp_path):
 @pytest.mark.skipif(not HAVE_PYMETIS, reason="pymetis >= 2025.2 not installed")
 def test_grem_pymetis_seed_finds_the_bridge(triangles):
     # The first chunk is the whole graph: METIS bisects it at the bridge.
-    result = grem(triangles, 2, 0, {"chunk_fraction": 1.0})
+    result = grem(triangles, 2, 0, chunk_fraction=1.0)
     assert result.stats["seed_method"] == "pymetis"
     assert edge_cut(triangles, result.owner) == 1
     assert sorted(np.bincount(result.owner).tolist()) == [3, 3]
@@ -126,8 +127,8 @@ def test_grem_pymetis_seed_finds_the_bridge(triangles):
 @pytest.mark.parametrize("p", [2, 3, 5, 8])
 def test_invariants(random_store, name, p):
     params = {"seed_method": "bfs"} if name == "grem" else {}
-    first = ALGORITHMS[name](random_store, p, 3, params)
-    again = ALGORITHMS[name](random_store, p, 3, params)
+    first = ALGORITHMS[name](random_store, p, 3, **params)
+    again = ALGORITHMS[name](random_store, p, 3, **params)
     owner = first.owner
     n = random_store.num_nodes
     assert owner.shape == (n,) and owner.min() >= 0 and owner.max() < p
@@ -145,7 +146,7 @@ def test_invariants(random_store, name, p):
 @pytest.mark.parametrize("seed_method", ["auto", "bfs"])
 @pytest.mark.parametrize("p", [2, 3, 5, 8])
 def test_grem_proportional_caps_small_chunks(random_store, p, seed_method):
-    result = grem(random_store, p, 0, {"chunk_fraction": 0.01, "seed_method": seed_method})
+    result = grem(random_store, p, 0, chunk_fraction=0.01, seed_method=seed_method)
     sizes = np.bincount(result.owner, minlength=p)
     assert (sizes <= grem_part_bounds(random_store.num_nodes, p)).all()
     assert result.stats["chunk_edges"] == math.ceil(0.01 * random_store.num_edges)
@@ -155,23 +156,23 @@ def test_grem_proportional_caps_small_chunks(random_store, p, seed_method):
 
 @pytest.mark.parametrize("order", ["id", "random"])
 def test_node_stream_orders(random_store, order):
-    a = ldg(random_store, 4, 1, {"order": order})
-    b = ldg(random_store, 4, 1, {"order": order})
+    a = ldg(random_store, 4, 1, order=order)
+    b = ldg(random_store, 4, 1, order=order)
     assert a.owner.tobytes() == b.owner.tobytes()
     if order == "random":
-        assert ldg(random_store, 4, 2, {"order": order}).owner.tobytes() != a.owner.tobytes()
+        assert ldg(random_store, 4, 2, order=order).owner.tobytes() != a.owner.tobytes()
 
 
 @pytest.mark.fault("config: impossible partitioner parameters")
 def test_bad_params(triangles):
     with pytest.raises(ConfigError, match="chunk_fraction"):
-        grem(triangles, 2, 0, {"chunk_fraction": 0})
+        grem(triangles, 2, 0, chunk_fraction=0)
     with pytest.raises(ConfigError, match="seed_method"):
-        grem(triangles, 2, 0, {"seed_method": "kl"})
+        grem(triangles, 2, 0, seed_method="kl")
     with pytest.raises(ConfigError, match="capacity_factor"):
-        ldg(triangles, 2, 0, {"capacity_factor": 0.9})
+        ldg(triangles, 2, 0, capacity_factor=0.9)
     with pytest.raises(ConfigError, match="order"):
-        fennel(triangles, 2, 0, {"order": "degree"})
+        fennel(triangles, 2, 0, order="degree")
 
 
 # --- the on-disk adjacency ------------------------------------------------------------------
@@ -202,7 +203,9 @@ def test_adjacency_bucketed_build_and_reuse(random_store):
 
 @pytest.mark.parametrize("name", sorted(ALGORITHMS))
 def test_partition_stage(triangles, gnnbench_home, name):
-    book, cached = run_partition_stage(triangles, {"name": name, "hops": 1}, 2, 0)
+    book, cached = run_partition_stage(
+        triangles, partitioner=PartitionSpec.defaults(name), p=2, seed=0
+    )
     assert not cached
     assert book.metrics["passes"] >= 1
     assert book.metrics["partition_peak_mb"] > 0

@@ -8,15 +8,17 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from gnnbench.data.store import GraphStore
 from gnnbench.errors import ConfigError
 from gnnbench.registry import Registry
+
+if TYPE_CHECKING:
+    from gnnbench.partition.spec import PartitionSpec
 
 
 @dataclass
@@ -36,14 +38,14 @@ class PartitionResult:
 # A partitioner may carry a `prepare_store(store)` attribute: a cached, one-time view of the store
 # it streams (like degree.npy), which the stage builds before the measurement starts; and
 # `warm_up = False` when it has no JIT to compile before measuring (out-of-process baselines); and
-# `in_memory_baseline = True` for the METIS baselines, which the streaming gates in bench/ skip.
-PartitionFn = Callable[[GraphStore, int, int, Mapping[str, Any]], PartitionResult]
+# `in_memory_baseline = True` for the METIS baselines, which the streaming gates in bench/ skip;
+# and `vertex_balance_bound(p, num_nodes, **keywords)`, the bound the algorithm guarantees.
+# Its signature is `fn(store, p, seed, *, <own keys>)`: keyword-only parameters without defaults,
+# which conf/partitioner/<name>.yaml supplies (gnnbench/partition/spec.py checks them).
+PartitionFn = Callable[..., PartitionResult]
 PARTITIONERS: Registry[PartitionFn] = Registry(
     "partitioner", "gnnbench.partition.algorithms", "partitioner.name"
 )
-
-# Config keys of the partitioner group that drive the shared machinery, not the algorithm.
-SHARED_KEYS = ("name", "hops", "memory_limit_gb", "max_vertex_balance", "refine_passes")
 
 
 def algorithm_version(name: str) -> str:
@@ -58,21 +60,19 @@ def algorithm_version(name: str) -> str:
 DEFAULT_MAX_VERTEX_BALANCE = 1.5
 
 
-def vertex_balance_bound(
-    partitioner: Mapping[str, Any], p: int, num_nodes: int
-) -> tuple[float, str]:
+def vertex_balance_bound(partitioner: PartitionSpec, p: int, num_nodes: int) -> tuple[float, str]:
     """(bound, where it comes from) on max_i |O_i| / (|V|/p): the algorithm's own stated bound (a
-    `vertex_balance_bound(params, p, num_nodes)` attribute of its function), else the shared
+    `vertex_balance_bound(p, num_nodes, **keywords)` attribute of its function), else the shared
     partitioner.max_vertex_balance; widened to the refinement's own rule when it runs after."""
-    name = str(partitioner["name"])
+    name = partitioner.name
     own = getattr(PARTITIONERS.get(name), "vertex_balance_bound", None)
     if own is not None:
-        bound, source = float(own(algorithm_params(partitioner), p, num_nodes)), f"{name}'s own"
+        bound, source = float(own(p, num_nodes, **partitioner.kwargs())), f"{name}'s own"
     else:
-        shared = partitioner.get("max_vertex_balance")
+        shared = partitioner.max_vertex_balance
         bound = DEFAULT_MAX_VERTEX_BALANCE if shared is None else float(shared)
         source = "partitioner.max_vertex_balance"
-    if partitioner.get("refine_passes"):  # refinement may fill a block to ceil(1.03 |V| / p)
+    if partitioner.refine_passes:  # refinement may fill a block to ceil(1.03 |V| / p)
         from gnnbench.partition.refine import REFINE_SLACK
 
         bound = max(bound, math.ceil(REFINE_SLACK * num_nodes / p) / (num_nodes / p))
@@ -98,8 +98,3 @@ def check_num_parts(p: Any, num_nodes: int, dataset: str) -> int:
     if p > num_nodes:
         raise ConfigError(f"p={p} is larger than the number of nodes of {dataset} ({num_nodes})")
     return int(p)
-
-
-def algorithm_params(partitioner: Mapping[str, Any]) -> dict[str, Any]:
-    """The algorithm's own parameters: the partitioner config without the shared keys."""
-    return {key: value for key, value in partitioner.items() if key not in SHARED_KEYS}

@@ -14,16 +14,18 @@ import json
 import logging
 import os
 import shutil
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from gnnbench.data.store import read_json
 from gnnbench.errors import DataError
 from gnnbench.paths import gnnbench_home
+
+if TYPE_CHECKING:
+    from gnnbench.partition.spec import PartitionSpec
 
 log = logging.getLogger(__name__)
 
@@ -37,38 +39,37 @@ MANIFEST_SKIPS = ("meta.json",)
 def book_path(
     dataset_name: str,
     fingerprint: str,
-    partitioner: Mapping[str, Any],
+    partitioner: PartitionSpec,
     p: int,
     seed: int,
     node_data: bool = True,
 ) -> Path:
     """Directory of the book for (dataset content, algorithm, parameters, p, seed).
 
-    A structure-only book (no per-partition features and labels) is a different book.
+    A structure-only book (no per-partition features and labels) is a different book. The memory
+    cap changes whether it runs, not what, and the balance bound only what is reported: neither is
+    in `PartitionSpec.book_identity`.
     """
     from gnnbench.partition.base import algorithm_version
 
     identity = {
         "fingerprint": fingerprint,
-        "partitioner": dict(partitioner),
+        "partitioner": partitioner.book_identity(),
         "p": p,
         "seed": seed,
         "format_version": FORMAT_VERSION,
-        "code_version": algorithm_version(str(partitioner["name"])),
+        "code_version": algorithm_version(partitioner.name),
     }
     if not node_data:
         identity["structure_only"] = True
-    if partitioner.get("refine_passes"):  # a refined book also depends on the post-pass's code
+    if partitioner.refine_passes:  # a refined book also depends on the post-pass's code
         from gnnbench.partition.refine import REFINE_VERSION
 
         identity["refine_version"] = REFINE_VERSION
-    # a cap changes whether it runs, not what; the balance bound only what is reported
-    for key in ("memory_limit_gb", "max_vertex_balance"):
-        identity["partitioner"].pop(key, None)
     digest = hashlib.blake2b(
         json.dumps(identity, sort_keys=True, default=str).encode(), digest_size=6
     )
-    name = f"{dataset_name}-{partitioner['name']}-p{p}-s{seed}-{digest.hexdigest()}"
+    name = f"{dataset_name}-{partitioner.name}-p{p}-s{seed}-{digest.hexdigest()}"
     return gnnbench_home() / "partitions" / name
 
 

@@ -34,9 +34,9 @@ _OUT_OF_MEMORY_MESSAGES = (
 )
 
 
-def memory_limit_bytes(partitioner: dict) -> int | None:
-    """The configured cap in bytes, or None; a non-positive or non-numeric value is a config error."""
-    value = partitioner.get("memory_limit_gb")
+def memory_limit_bytes(value: float | None) -> int | None:
+    """`partitioner.memory_limit_gb` in bytes, or None; a non-positive or non-numeric value is a
+    config error."""
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:

@@ -34,7 +34,6 @@ import numpy as np
 
 from gnnbench.data.adjacency import ensure_adjacency
 from gnnbench.data.store import GraphStore
-from gnnbench.errors import ConfigError
 from gnnbench.partition.base import PartitionResult
 
 # Bump when refinement's output changes: part of the cache key of every refined book.
@@ -77,18 +76,6 @@ def _refine_block(nodes, starts, stops, indices, owner, sizes, bound, counts, co
             sizes[best] += 1
             moves += 1
     return moves, gain, entry_cut
-
-
-def refine_passes_of(partitioner: dict[str, Any]) -> int:
-    """`partitioner.refine_passes`: a whole number >= 0 (0 = no refinement)."""
-    passes = partitioner.get("refine_passes", 0)
-    if passes is None:
-        return 0
-    if isinstance(passes, bool) or not isinstance(passes, int) or passes < 0:
-        raise ConfigError(
-            f"partitioner.refine_passes: expected a whole number >= 0, got {passes!r}"
-        )
-    return passes
 
 
 def refine_bound(sizes: np.ndarray, num_nodes: int, p: int) -> int:

@@ -17,7 +17,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -26,13 +25,8 @@ import numpy as np
 from gnnbench import lifecycle
 from gnnbench.atomic import atomic_directory
 from gnnbench.data.store import GraphStore
-from gnnbench.errors import DataError, GnnbenchError, OutOfMemory, error_record, from_record
-from gnnbench.partition.base import (
-    PARTITIONERS,
-    algorithm_params,
-    algorithm_version,
-    check_num_parts,
-)
+from gnnbench.errors import GnnbenchError, OutOfMemory, error_record, from_record
+from gnnbench.partition.base import PARTITIONERS, algorithm_version, check_num_parts
 from gnnbench.partition.book import (
     FORMAT_VERSION,
     PartitionBook,
@@ -49,11 +43,12 @@ from gnnbench.partition.memory_limit import (
     peak_of,
     uncapped,
 )
-from gnnbench.partition.refine import prepare_refine, refine_passes_of, refine_result
+from gnnbench.partition.refine import prepare_refine, refine_result
+from gnnbench.partition.spec import PartitionSpec, default_config
 
 
 def run_partition_stage(
-    store: GraphStore, partitioner: Mapping[str, Any], p: int, seed: int, node_data: bool = True
+    store: GraphStore, *, partitioner: PartitionSpec, p: int, seed: int, node_data: bool = True
 ) -> tuple[PartitionBook, bool]:
     """Return the book for this configuration and whether it came from the cache.
 
@@ -61,14 +56,13 @@ def run_partition_stage(
     which for feature-rich graphs is most of the book's size on disk; a full book serves it too.
     """
     check_num_parts(p, store.num_nodes, store.name)
-    PARTITIONERS.get(str(partitioner["name"]))  # an unknown name fails here, in one line
     full_book = book_path(store.name, store.fingerprint, partitioner, p, seed)
     dest = (
         full_book
         if node_data
         else book_path(store.name, store.fingerprint, partitioner, p, seed, False)
     )
-    capped = memory_limit_bytes(dict(partitioner)) is not None
+    capped = partitioner.memory_limit_gb is not None
     if capped:  # the question is whether it runs within the cap: always run, into a book of its own
         dest = dest.with_name(dest.name + "-capped")
         shutil.rmtree(dest, ignore_errors=True)
@@ -80,7 +74,7 @@ def run_partition_stage(
         error_file = Path(scratch) / "error.txt"
         command = [
             sys.executable, "-m", "gnnbench.partition.stage",
-            "--store", str(store.path), "--partitioner", json.dumps(dict(partitioner)),
+            "--store", str(store.path), "--partitioner", json.dumps(partitioner.to_config()),
             "--p", str(p), "--seed", str(seed), "--dest", str(dest), "--error-file", str(error_file),
             *([] if node_data else ["--structure-only"]),
         ]  # fmt: skip
@@ -103,15 +97,15 @@ def run_partition_stage(
 
 def _raise_for_crash(
     completed: subprocess.CompletedProcess,
-    partitioner: Mapping[str, Any],
+    partitioner: PartitionSpec,
     oom_kills_before: int | None = None,
 ) -> None:
     """A partition process that left no error record: Killed or OutOfMemory (only with evidence,
     see lifecycle.signal_death) when a signal ended it, else its stderr's tail."""
     died = lifecycle.signal_death(
-        f"the partition process for {partitioner['name']}",
+        f"the partition process for {partitioner.name}",
         completed.returncode,
-        capped=partitioner.get("memory_limit_gb") is not None,
+        capped=partitioner.memory_limit_gb is not None,
         oom_kills_before=oom_kills_before,
     )
     if died is not None:
@@ -134,16 +128,14 @@ def _tiny_store(directory: Path) -> GraphStore:
     return GraphStore(directory / "tiny")
 
 
-def _warm_up(partition_fn, params: dict, p: int, seed: int, hops: int) -> None:
+def _warm_up(partitioner: PartitionSpec, p: int, seed: int) -> None:
     with tempfile.TemporaryDirectory() as scratch:
         store = _tiny_store(Path(scratch))
-        tiny_p = min(
-            p, 256
-        )  # the real p (up to the tiny graph's size): its bitset word width compiles here
-        result = partition_fn(store, tiny_p, seed, params)
+        tiny_p = min(p, 256)  # the real p (up to the tiny graph's size): its bitset word width
+        result = partitioner.run(store, tiny_p, seed)
         out = Path(scratch) / "book"
         out.mkdir()
-        build_partitions(store, result.owner, tiny_p, out, hops)
+        build_partitions(store, result.owner, tiny_p, out, partitioner.hops)
 
 
 def _tracked(tracker_file: Path, work, name: str = "", limit_bytes: int | None = None):
@@ -189,23 +181,25 @@ def _check_owner(owner: np.ndarray, num_nodes: int, p: int, name: str) -> np.nda
 
 
 def partition_into(
-    store: GraphStore, partitioner: dict, p: int, seed: int, dest: Path, node_data: bool = True
+    store: GraphStore,
+    *,
+    partitioner: PartitionSpec,
+    p: int,
+    seed: int,
+    dest: Path,
+    node_data: bool = True,
 ) -> None:
     """The child's work: measured algorithm, measured GNN-ready step, atomic book."""
-    name = str(partitioner["name"])
-    partition_fn = PARTITIONERS.get(name)
-    params = algorithm_params(partitioner)
-    hops = _hops(partitioner)
-    limit_bytes = memory_limit_bytes(partitioner)
-    refine_passes = refine_passes_of(partitioner)
-    _prepare_unmeasured(store, partition_fn, params, p, seed, hops, refine_passes)
+    name, hops, refine_passes = partitioner.name, partitioner.hops, partitioner.refine_passes
+    limit_bytes = memory_limit_bytes(partitioner.memory_limit_gb)
+    _prepare_unmeasured(store, partitioner, p, seed)
     import memray  # noqa: F401  (the meter loads before the cap: a tiny cap must fail the partitioner, not the import)
 
     apply_memory_limit(limit_bytes)
     with atomic_directory(dest) as tmp:
         result, peak_mb, seconds = _tracked(
             tmp / "partition.memray",
-            lambda: refine_result(store, partition_fn(store, p, seed, params), p, refine_passes),
+            lambda: refine_result(store, partitioner.run(store, p, seed), p, refine_passes),
             name,
             limit_bytes,
         )
@@ -215,7 +209,7 @@ def partition_into(
         metrics, ready_peak_mb, ready_seconds = _tracked(
             tmp / "gnn_ready.memray",
             lambda: build_partitions(
-                store, owner, p, tmp, hops, int(params.get("chunk_edges", 1 << 20)), node_data
+                store, owner, p, tmp, hops, partitioner.chunk_edges, node_data
             ),
             f"{name} (GNN-ready step)",
             limit_bytes,
@@ -233,7 +227,7 @@ def partition_into(
             "format_version": FORMAT_VERSION,
             "algorithm": name,
             "code_version": algorithm_version(name),
-            "parameters": params,
+            "parameters": partitioner.book_identity(),
             "p": p,
             "seed": seed,
             "hops": hops,
@@ -247,23 +241,17 @@ def partition_into(
         _seal(tmp, meta)
 
 
-def _prepare_unmeasured(store, partition_fn, params, p, seed, hops, refine_passes) -> None:
+def _prepare_unmeasured(store: GraphStore, partitioner: PartitionSpec, p: int, seed: int) -> None:
     """What stays out of the measurement: JIT compilation on a tiny graph, and the cached
     per-store views (node-stream adjacency) the partitioner or the refinement streams."""
+    partition_fn = PARTITIONERS.get(partitioner.name)
     if getattr(partition_fn, "warm_up", True):  # out-of-process baselines have no JIT to warm
-        _warm_up(partition_fn, params, p, seed, hops)
+        _warm_up(partitioner, p, seed)
     prepare_store = getattr(partition_fn, "prepare_store", None)
     if prepare_store is not None:
         prepare_store(store)
-    if refine_passes:
+    if partitioner.refine_passes:
         prepare_refine(store)
-
-
-def _hops(partitioner: dict) -> int:
-    hops = int(partitioner.get("hops", 1))
-    if hops < 1:
-        raise DataError(f"partitioner.hops: expected >= 1, got {hops}")
-    return hops
 
 
 def _seal(book_dir: Path, meta: dict) -> None:
@@ -273,6 +261,12 @@ def _seal(book_dir: Path, meta: dict) -> None:
     _flamegraph(book_dir / "gnn_ready.memray", book_dir / "gnn_ready_flamegraph.html")
     meta = {**meta, "files": manifest(book_dir)}
     (book_dir / "meta.json").write_text(json.dumps(meta, indent=2))
+
+
+def _sent_spec(sent: dict[str, Any]) -> PartitionSpec:
+    """The parent's PartitionSpec. A parent of older code (a long run started before the specs)
+    sends its partitioner YAML without the shared keys: the YAML of today completes it."""
+    return PartitionSpec.from_config({**default_config(str(sent.get("name"))), **sent})
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -292,11 +286,11 @@ def main(argv: list[str] | None = None) -> int:
         check_num_parts(args.p, store.num_nodes, store.name)
         partition_into(
             store,
-            json.loads(args.partitioner),
-            args.p,
-            args.seed,
-            Path(args.dest),
-            not args.structure_only,
+            partitioner=_sent_spec(json.loads(args.partitioner)),
+            p=args.p,
+            seed=args.seed,
+            dest=Path(args.dest),
+            node_data=not args.structure_only,
         )
     except GnnbenchError as exc:
         Path(args.error_file).write_text(json.dumps(error_record(exc)))

@@ -13,13 +13,10 @@ as 2PS-L's reference counts its own degree pass. State: degrees (|V|), replica b
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 import numba
 import numpy as np
 
-from gnnbench.data.store import DEFAULT_CHUNK_EDGES, GraphStore
+from gnnbench.data.store import GraphStore
 from gnnbench.partition.base import PARTITIONERS, PartitionResult
 from gnnbench.partition.edge_partition import (
     edge_load_stats,
@@ -48,12 +45,12 @@ def _dbh_chunk(edges, degree, replicas, load, seed):
 
 
 @PARTITIONERS.register("dbh")
-def dbh(store: GraphStore, p: int, seed: int, params: Mapping[str, Any]) -> PartitionResult:
+def dbh(store: GraphStore, p: int, seed: int, *, chunk_edges: int) -> PartitionResult:
     """DBH over the store's degrees plus one pass of its edge stream."""
     degree = store.degree()
     replicas = new_replicas(store.num_nodes, p)
     load = np.zeros(p, dtype=np.int64)
-    stream = store.edge_stream(int(params.get("chunk_edges", DEFAULT_CHUNK_EDGES)))
+    stream = store.edge_stream(chunk_edges)
     for chunk in stream:
         _dbh_chunk(chunk, degree, replicas, load, seed)
     del degree

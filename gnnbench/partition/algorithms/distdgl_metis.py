@@ -13,9 +13,7 @@ import json
 import os
 import subprocess
 import tempfile
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -62,9 +60,7 @@ def _result(
 
 
 @PARTITIONERS.register(NAME)
-def distdgl_metis(
-    store: GraphStore, p: int, seed: int, params: Mapping[str, Any]
-) -> PartitionResult:
+def distdgl_metis(store: GraphStore, p: int, seed: int) -> PartitionResult:
     """Owner per node from DistDGL's METIS partition_graph, measured in its own process."""
     python = distdgl_python()
     with tempfile.TemporaryDirectory(prefix="gnnbench-distdgl-") as scratch:

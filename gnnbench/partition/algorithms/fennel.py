@@ -17,8 +17,6 @@ bounded windows, O(|V|) state (owner array, indptr, partition sizes).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from typing import Any
 
 from gnnbench.data.adjacency import ensure_adjacency
 from gnnbench.data.store import GraphStore
@@ -36,19 +34,33 @@ def fennel_alpha(num_edges: int, num_nodes: int, p: int) -> float:
 
 
 @PARTITIONERS.register("fennel")
-def fennel(store: GraphStore, p: int, seed: int, params: Mapping[str, Any]) -> PartitionResult:
+def fennel(
+    store: GraphStore,
+    p: int,
+    seed: int,
+    *,
+    capacity_factor: float,
+    gamma: float,
+    alpha: float | None,
+    order: str,
+    passes: int,
+) -> PartitionResult:
     """Fennel over the node stream; deterministic (the seed only matters for `order: random`)."""
-    gamma = float(params.get("gamma", 1.5))
+    gamma = float(gamma)
     if not gamma >= 1.0:
         raise ConfigError(f"partitioner.gamma: expected a number >= 1, got {gamma}")
-    alpha = params.get("alpha")
     alpha = fennel_alpha(store.num_edges, store.num_nodes, p) if alpha is None else float(alpha)
     if not alpha >= 0.0:
         raise ConfigError(f"partitioner.alpha: expected a number >= 0 or null, got {alpha}")
-    result = node_stream_partition(store, p, seed, params, SCORE_FENNEL, alpha, gamma)
+    result = node_stream_partition(
+        store, p, seed, capacity_factor=capacity_factor, order=order, passes=passes,
+        score_kind=SCORE_FENNEL, alpha=alpha, gamma=gamma,
+    )  # fmt: skip
     result.stats.update(alpha=alpha, gamma=gamma)
     return result
 
 
 fennel.prepare_store = ensure_adjacency  # built before measurement, as for LDG
-fennel.vertex_balance_bound = lambda params, p, n: capacity_bound(params, n, p)
+fennel.vertex_balance_bound = lambda p, n, *, capacity_factor, **_: capacity_bound(
+    capacity_factor, n, p
+)

@@ -15,13 +15,10 @@ State: replica bitsets (|V| x ceil(p/64) words) and p edge loads.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 import numba
 import numpy as np
 
-from gnnbench.data.store import DEFAULT_CHUNK_EDGES, GraphStore
+from gnnbench.data.store import GraphStore
 from gnnbench.partition.base import PARTITIONERS, PartitionResult
 from gnnbench.partition.edge_partition import (
     argmax_tiebreak,
@@ -59,11 +56,11 @@ def _greedy_chunk(edges, first_index, replicas, load, seed):
 
 
 @PARTITIONERS.register("greedy")
-def greedy(store: GraphStore, p: int, seed: int, params: Mapping[str, Any]) -> PartitionResult:
+def greedy(store: GraphStore, p: int, seed: int, *, chunk_edges: int) -> PartitionResult:
     """PowerGraph greedy over one pass of the store's edge stream."""
     replicas = new_replicas(store.num_nodes, p)
     load = np.zeros(p, dtype=np.int64)
-    stream = store.edge_stream(int(params.get("chunk_edges", DEFAULT_CHUNK_EDGES)))
+    stream = store.edge_stream(chunk_edges)
     for first, chunk in chunks_with_offsets(stream):
         _greedy_chunk(chunk, first, replicas, load, seed)
     stats = {"passes": stream.passes, **edge_load_stats(load, store.num_edges)}

@@ -40,7 +40,6 @@ Deterministic for a given seed (the seed only reaches METIS).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -263,9 +262,9 @@ class _State:
         )
 
 
-def _chunk_size(params: Mapping[str, Any], num_edges: int) -> tuple[float, int]:
+def _chunk_size(chunk_fraction: float, num_edges: int) -> tuple[float, int]:
     """(chunk_fraction, edges per chunk), checked."""
-    fraction = float(params.get("chunk_fraction", 0.10))
+    fraction = float(chunk_fraction)
     if not 0.0 < fraction <= 1.0:
         raise ConfigError(
             f"partitioner.chunk_fraction: expected a number in (0, 1], got {fraction}"
@@ -341,10 +340,12 @@ def _split_groups(state: _State, level: _Level, parts, first_part) -> tuple[np.n
 
 
 @PARTITIONERS.register("grem")
-def grem(store: GraphStore, p: int, seed: int, params: Mapping[str, Any]) -> PartitionResult:
+def grem(
+    store: GraphStore, p: int, seed: int, *, chunk_fraction: float, seed_method: str
+) -> PartitionResult:
     """GREM over the store's edge stream; one pass per level of the recursive bisection."""
-    fraction, chunk_edges = _chunk_size(params, store.num_edges)
-    method = resolve_seed_method(str(params.get("seed_method", "auto")))
+    fraction, chunk_edges = _chunk_size(chunk_fraction, store.num_edges)
+    method = resolve_seed_method(str(seed_method))
     n = store.num_nodes
     stats: dict[str, Any] = {
         "chunk_fraction": fraction,
@@ -369,4 +370,4 @@ def grem(store: GraphStore, p: int, seed: int, params: Mapping[str, Any]) -> Par
 
 
 # Each bisection level rounds a side's capacity up by at most one node per group.
-grem.vertex_balance_bound = lambda params, p, n: 1.0 + p * max(1, math.ceil(math.log2(p))) / n
+grem.vertex_balance_bound = lambda p, n, **_: 1.0 + p * max(1, math.ceil(math.log2(p))) / n

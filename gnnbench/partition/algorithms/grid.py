@@ -11,13 +11,11 @@ one column (as second), at most rows + cols - 1 parts. State: replica bitsets an
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from typing import Any
 
 import numba
 import numpy as np
 
-from gnnbench.data.store import DEFAULT_CHUNK_EDGES, GraphStore
+from gnnbench.data.store import GraphStore
 from gnnbench.partition.base import PARTITIONERS, PartitionResult
 from gnnbench.partition.edge_partition import (
     edge_load_stats,
@@ -51,12 +49,12 @@ def _grid_chunk(edges, rows, cols, replicas, load, seed):
 
 
 @PARTITIONERS.register("grid")
-def grid(store: GraphStore, p: int, seed: int, params: Mapping[str, Any]) -> PartitionResult:
+def grid(store: GraphStore, p: int, seed: int, *, chunk_edges: int) -> PartitionResult:
     """2D grid hashing over one pass of the store's edge stream."""
     rows, cols = grid_shape(p)
     replicas = new_replicas(store.num_nodes, p)
     load = np.zeros(p, dtype=np.int64)
-    stream = store.edge_stream(int(params.get("chunk_edges", DEFAULT_CHUNK_EDGES)))
+    stream = store.edge_stream(chunk_edges)
     for chunk in stream:
         _grid_chunk(chunk, rows, cols, replicas, load, seed)
     stats = {

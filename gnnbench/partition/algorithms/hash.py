@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 import numpy as np
 
 from gnnbench.data.store import GraphStore
@@ -14,16 +11,13 @@ from gnnbench.partition.hashing import hash_ids
 # Bump when this module's output changes: part of every partition book's cache key.
 VERSION = "1"
 
-_BLOCK = 1 << 22
-
 
 @PARTITIONERS.register("hash")
-def hash_partition(
-    store: GraphStore, p: int, seed: int, params: Mapping[str, Any]
-) -> PartitionResult:
-    """Owner of each node from a seeded hash of its id, in blocks of ids (O(|V|) output only)."""
+def hash_partition(store: GraphStore, p: int, seed: int, *, chunk_edges: int) -> PartitionResult:
+    """Owner of each node from a seeded hash of its id, in blocks of chunk_edges ids (the shared
+    chunk size bounds the scratch; the owners do not depend on it)."""
     owner = np.empty(store.num_nodes, dtype=np.int32)
-    for start in range(0, store.num_nodes, _BLOCK):
-        ids = np.arange(start, min(store.num_nodes, start + _BLOCK), dtype=np.uint64)
+    for start in range(0, store.num_nodes, chunk_edges):
+        ids = np.arange(start, min(store.num_nodes, start + chunk_edges), dtype=np.uint64)
         owner[start : start + len(ids)] = hash_ids(ids, seed) % np.uint64(p)
     return PartitionResult(owner, {"passes": 0})

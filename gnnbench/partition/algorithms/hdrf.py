@@ -16,13 +16,10 @@ State: partial degrees (|V| int64), replica bitsets (|V| x ceil(p/64) words), p 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 import numba
 import numpy as np
 
-from gnnbench.data.store import DEFAULT_CHUNK_EDGES, GraphStore
+from gnnbench.data.store import GraphStore
 from gnnbench.errors import ConfigError
 from gnnbench.partition.base import PARTITIONERS, PartitionResult
 from gnnbench.partition.edge_partition import (
@@ -64,10 +61,11 @@ def _hdrf_chunk(edges, first_index, partial_degree, replicas, load, lam, epsilon
 
 
 @PARTITIONERS.register("hdrf")
-def hdrf(store: GraphStore, p: int, seed: int, params: Mapping[str, Any]) -> PartitionResult:
+def hdrf(
+    store: GraphStore, p: int, seed: int, *, lambda_: float, epsilon: float, chunk_edges: int
+) -> PartitionResult:
     """HDRF over one pass of the store's edge stream (no degree pass: degrees are partial)."""
-    lam = float(params.get("lambda_", 1.0))
-    epsilon = float(params.get("epsilon", 1.0))
+    lam, epsilon = float(lambda_), float(epsilon)
     if lam < 0:
         raise ConfigError(f"partitioner.lambda_: expected >= 0, got {lam}")
     if epsilon <= 0:
@@ -75,7 +73,7 @@ def hdrf(store: GraphStore, p: int, seed: int, params: Mapping[str, Any]) -> Par
     partial_degree = np.zeros(store.num_nodes, dtype=np.int64)
     replicas = new_replicas(store.num_nodes, p)
     load = np.zeros(p, dtype=np.int64)
-    stream = store.edge_stream(int(params.get("chunk_edges", DEFAULT_CHUNK_EDGES)))
+    stream = store.edge_stream(chunk_edges)
     for first, chunk in chunks_with_offsets(stream):
         _hdrf_chunk(chunk, first, partial_degree, replicas, load, lam, epsilon, seed)
     del partial_degree

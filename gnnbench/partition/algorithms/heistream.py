@@ -26,9 +26,6 @@ and the model graph of one buffer (O(buffer + its edges)).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 import numba
 import numpy as np
 
@@ -186,19 +183,20 @@ def _partition_buffer(block, lo, hi, owner, local, sizes, seed, capacity, alpha,
     )
 
 
-def buffer_nodes_of(params: Mapping[str, Any]) -> int:
+def buffer_nodes_of(size: int) -> int:
     """`buffer_nodes`: nodes per model graph, a whole number >= 1."""
-    size = params.get("buffer_nodes", 4096)
     if isinstance(size, bool) or not isinstance(size, int) or size < 1:
         raise ConfigError(f"partitioner.buffer_nodes: expected a whole number >= 1, got {size!r}")
     return size
 
 
 @PARTITIONERS.register("heistream")
-def heistream(store: GraphStore, p: int, seed: int, params: Mapping[str, Any]) -> PartitionResult:
+def heistream(
+    store: GraphStore, p: int, seed: int, *, buffer_nodes: int, capacity_factor: float
+) -> PartitionResult:
     """Buffered streaming over the node stream: METIS on each buffer's model graph."""
-    buffer_nodes = buffer_nodes_of(params)
-    factor, capacity = capacity_of(params, store.num_nodes, p)
+    buffer_nodes = buffer_nodes_of(buffer_nodes)
+    factor, capacity = capacity_of(capacity_factor, store.num_nodes, p)
     alpha = fennel_alpha(store.num_edges, store.num_nodes, p)
     gamma = 1.5
     adjacency = ensure_adjacency(store)

@@ -26,7 +26,6 @@ and the partition sizes.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 import numba
@@ -98,17 +97,16 @@ def _assign_block(
     return moves
 
 
-def stream_passes_of(params: Mapping[str, Any]) -> int:
+def stream_passes_of(passes: int) -> int:
     """`passes`: node-stream passes (1 = the original algorithm, more = restreaming)."""
-    passes = params.get("passes", 1)
     if isinstance(passes, bool) or not isinstance(passes, int) or passes < 1:
         raise ConfigError(f"partitioner.passes: expected a whole number >= 1, got {passes!r}")
     return passes
 
 
-def capacity_of(params: Mapping[str, Any], num_nodes: int, p: int) -> tuple[float, float]:
+def capacity_of(capacity_factor: float, num_nodes: int, p: int) -> tuple[float, float]:
     """(capacity_factor, C = capacity_factor * |V| / p); the factor must be at least 1."""
-    factor = float(params.get("capacity_factor", 1.05))
+    factor = float(capacity_factor)
     if not factor >= 1.0:
         raise ConfigError(f"partitioner.capacity_factor: expected a number >= 1, got {factor}")
     return factor, factor * num_nodes / p
@@ -118,17 +116,20 @@ def node_stream_partition(
     store: GraphStore,
     p: int,
     seed: int,
-    params: Mapping[str, Any],
+    *,
+    capacity_factor: float,
+    order: str,
+    passes: int,
     score_kind: int,
     alpha: float = 0.0,
     gamma: float = 1.5,
 ) -> PartitionResult:
     """`passes` node-stream passes with the LDG or Fennel score; shared by both modules."""
-    order = str(params.get("order", "id"))
+    order = str(order)
     if order not in ("id", "random"):
         raise ConfigError(f"partitioner.order: expected 'id' or 'random', got {order!r}")
-    factor, capacity = capacity_of(params, store.num_nodes, p)
-    stream_passes = stream_passes_of(params)
+    factor, capacity = capacity_of(capacity_factor, store.num_nodes, p)
+    stream_passes = stream_passes_of(passes)
     adjacency = ensure_adjacency(store)
     owner = np.full(store.num_nodes, -1, dtype=np.int32)
     sizes = np.zeros(p, dtype=np.int64)
@@ -166,9 +167,14 @@ def node_stream_partition(
 
 
 @PARTITIONERS.register("ldg")
-def ldg(store: GraphStore, p: int, seed: int, params: Mapping[str, Any]) -> PartitionResult:
+def ldg(
+    store: GraphStore, p: int, seed: int, *, capacity_factor: float, order: str, passes: int
+) -> PartitionResult:
     """LDG over the node stream; deterministic (the seed only matters for `order: random`)."""
-    return node_stream_partition(store, p, seed, params, SCORE_LDG)
+    return node_stream_partition(
+        store, p, seed, capacity_factor=capacity_factor, order=order, passes=passes,
+        score_kind=SCORE_LDG,
+    )  # fmt: skip
 
 
 # The on-disk adjacency is a one-time, cached view of the store (like degree.npy): the stage builds
@@ -176,10 +182,12 @@ def ldg(store: GraphStore, p: int, seed: int, params: Mapping[str, Any]) -> Part
 ldg.prepare_store = ensure_adjacency
 
 
-def capacity_bound(params: Mapping[str, Any], num_nodes: int, p: int) -> float:
+def capacity_bound(capacity_factor: float, num_nodes: int, p: int) -> float:
     """Stated vertex_balance bound: no part passes C + 1 nodes, C = capacity_factor * |V| / p."""
-    _, capacity = capacity_of(params, num_nodes, p)
+    _, capacity = capacity_of(capacity_factor, num_nodes, p)
     return (capacity + 1) / (num_nodes / p)
 
 
-ldg.vertex_balance_bound = lambda params, p, n: capacity_bound(params, n, p)
+ldg.vertex_balance_bound = lambda p, n, *, capacity_factor, **_: capacity_bound(
+    capacity_factor, n, p
+)

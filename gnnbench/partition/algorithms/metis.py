@@ -8,9 +8,6 @@ streaming partitioners avoid. METIS is deterministic for a fixed `options.seed` 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 import numpy as np
 
 from gnnbench.data.store import GraphStore
@@ -22,7 +19,7 @@ VERSION = "1"
 
 
 @PARTITIONERS.register("metis")
-def metis(store: GraphStore, p: int, seed: int, params: Mapping[str, Any]) -> PartitionResult:
+def metis(store: GraphStore, p: int, seed: int, *, recursive: bool) -> PartitionResult:
     """Owner per node from `pymetis.part_graph` (k-way, or recursive bisection if configured)."""
     import pymetis
 
@@ -33,7 +30,7 @@ def metis(store: GraphStore, p: int, seed: int, params: Mapping[str, Any]) -> Pa
         edge_cut, membership = pymetis.part_graph(
             p,
             pymetis.CSRAdjacency(indptr, indices),
-            recursive=bool(params.get("recursive", False)),
+            recursive=bool(recursive),
             options=pymetis.Options(seed=int(seed)),
         )
     except RuntimeError as exc:
@@ -50,4 +47,4 @@ def metis(store: GraphStore, p: int, seed: int, params: Mapping[str, Any]) -> Pa
 
 metis.in_memory_baseline = True
 # METIS's default load imbalance (ufactor 30: 1.03), plus one node of rounding per part.
-metis.vertex_balance_bound = lambda params, p, n: 1.03 + p / n
+metis.vertex_balance_bound = lambda p, n, **_: 1.03 + p / n

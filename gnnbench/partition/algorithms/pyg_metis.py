@@ -10,9 +10,6 @@ it: the partition is deterministic, but the same for every seed.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 import numpy as np
 
 from gnnbench.data.store import GraphStore
@@ -45,7 +42,7 @@ def load_pyg_data(store: GraphStore):
 
 
 @PARTITIONERS.register("pyg_metis")
-def pyg_metis(store: GraphStore, p: int, seed: int, params: Mapping[str, Any]) -> PartitionResult:
+def pyg_metis(store: GraphStore, p: int, seed: int, *, recursive: bool) -> PartitionResult:
     """Owner per node from ClusterData's partition pointer and node permutation."""
     require_pyg_metis()
     from torch_geometric.loader import ClusterData
@@ -53,9 +50,7 @@ def pyg_metis(store: GraphStore, p: int, seed: int, params: Mapping[str, Any]) -
     if p == 1:
         return PartitionResult(np.zeros(store.num_nodes, dtype=np.int32), {"passes": 1})
     data = load_pyg_data(store)
-    clusters = ClusterData(
-        data, num_parts=p, recursive=bool(params.get("recursive", False)), log=False
-    )
+    clusters = ClusterData(data, num_parts=p, recursive=bool(recursive), log=False)
     sizes = np.diff(clusters.partition.partptr.numpy())
     owner = np.empty(store.num_nodes, dtype=np.int32)
     owner[clusters.partition.node_perm.numpy()] = np.repeat(np.arange(p, dtype=np.int32), sizes)

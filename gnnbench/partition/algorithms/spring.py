@@ -14,9 +14,6 @@ State is O(|V|): degree, cluster, volume, richest neighbour, union-find parent, 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 import numba
 import numpy as np
 
@@ -115,7 +112,7 @@ def _assign_largest_first(merged, p):
     return owner
 
 
-def volume_cap(rule: str, num_edges: int, p: int) -> float:
+def volume_cap_of(rule: str, num_edges: int, p: int) -> float:
     """Cluster volume cap: SDT-GNN's 0.1 * |E_directed| / p or 2PS-L's 2|E| / p."""
     if rule == "sdt":
         return 0.1 * 2 * num_edges / p
@@ -125,20 +122,29 @@ def volume_cap(rule: str, num_edges: int, p: int) -> float:
 
 
 @PARTITIONERS.register("spring")
-def spring(store: GraphStore, p: int, seed: int, params: Mapping[str, Any]) -> PartitionResult:
+def spring(
+    store: GraphStore,
+    p: int,
+    seed: int,
+    *,
+    volume_cap: str,
+    beta: float,
+    stream_iters: int,
+    chunk_edges: int,
+) -> PartitionResult:
     """SPRING over the store's edge stream; deterministic (no randomness is involved)."""
     n = store.num_nodes
     degree = store.degree()
     cluster = np.arange(n, dtype=np.int64)
     volume = degree.astype(np.int64)
     richest = np.full(n, -1, dtype=np.int64)
-    max_volume = volume_cap(str(params.get("volume_cap", "sdt")), store.num_edges, p)
-    stream = store.edge_stream(int(params.get("chunk_edges", 1 << 20)))
-    for _ in range(int(params.get("stream_iters", 1))):
+    max_volume = volume_cap_of(str(volume_cap), store.num_edges, p)
+    stream = store.edge_stream(chunk_edges)
+    for _ in range(int(stream_iters)):
         for chunk in stream:
             _cluster_chunk(chunk, degree, cluster, volume, richest, max_volume)
     del volume
-    max_nodes = float(params.get("beta", 1.05)) * n / p
+    max_nodes = float(beta) * n / p
     merged, before, after = _merge_clusters(cluster, richest, degree, max_nodes)
     del cluster, richest
     owner = _assign_largest_first(merged, p)
@@ -152,4 +158,4 @@ def spring(store: GraphStore, p: int, seed: int, params: Mapping[str, Any]) -> P
 
 
 # Merged clusters hold at most beta |V| / p nodes (SDT-GNN's balance factor), plus one node of rounding.
-spring.vertex_balance_bound = lambda params, p, n: float(params.get("beta", 1.05)) + p / n
+spring.vertex_balance_bound = lambda p, n, *, beta, **_: float(beta) + p / n

@@ -28,13 +28,10 @@ enters the shared replica-to-owner step. State: degree, cluster, cluster volume,
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 import numba
 import numpy as np
 
-from gnnbench.data.store import DEFAULT_CHUNK_EDGES, GraphStore
+from gnnbench.data.store import GraphStore
 from gnnbench.errors import ConfigError
 from gnnbench.partition.base import PARTITIONERS, PartitionResult
 from gnnbench.partition.edge_partition import (
@@ -169,10 +166,17 @@ def _score_chunk(edges, degree, cluster, volume, part_of, replicas, load, cap, c
 
 
 @PARTITIONERS.register("twops")
-def twops(store: GraphStore, p: int, seed: int, params: Mapping[str, Any]) -> PartitionResult:
+def twops(
+    store: GraphStore,
+    p: int,
+    seed: int,
+    *,
+    stream_iters: int,
+    balance_ratio: float,
+    chunk_edges: int,
+) -> PartitionResult:
     """2PS-L over the store's degrees and stream_iters + 2 passes of its edge stream."""
-    stream_iters = int(params.get("stream_iters", 1))
-    balance_ratio = float(params.get("balance_ratio", 1.05))
+    stream_iters, balance_ratio = int(stream_iters), float(balance_ratio)
     if stream_iters < 1:
         raise ConfigError(f"partitioner.stream_iters: expected >= 1, got {stream_iters}")
     if balance_ratio < 1:
@@ -182,7 +186,7 @@ def twops(store: GraphStore, p: int, seed: int, params: Mapping[str, Any]) -> Pa
     degree = store.degree().astype(np.int64, copy=False)
     cluster_cap = 2 * num_edges // p  # the reference's integer MAX_COM_VOLUME
     edge_cap = int(balance_ratio * num_edges / p)  # the reference's MAX_PARTITION_LOAD (uint64)
-    stream = store.edge_stream(int(params.get("chunk_edges", DEFAULT_CHUNK_EDGES)))
+    stream = store.edge_stream(chunk_edges)
 
     cluster = np.full(n, -1, dtype=np.int64)
     volume = np.zeros(n, dtype=np.int64)

@@ -1,0 +1,139 @@
+"""PartitionSpec: the `partitioner` config, checked once against the algorithm's own signature.
+
+The shared keys (k of the k-hop partitions, the streamed chunk size, the memory cap, the balance
+bound, the refinement passes) live once in conf/config.yaml's `partitioner:` block; the
+algorithm's own keys are the keyword-only parameters of its registered function, which has no
+defaults of its own: conf/partitioner/<name>.yaml supplies every one.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from gnnbench.data.store import GraphStore
+from gnnbench.errors import ConfigError
+from gnnbench.partition.base import PARTITIONERS, PartitionFn, PartitionResult
+from gnnbench.spec_keys import ReadOnlyMap, check_keys, plain
+
+# Keys of the shared block (conf/config.yaml); a partitioner function taking one of them as a
+# keyword (chunk_edges) receives the shared value.
+SHARED_KEYS = ("hops", "chunk_edges", "memory_limit_gb", "max_vertex_balance", "refine_passes")
+# Shared keys that change whether a partition runs or what is reported, never the book itself.
+NOT_IN_BOOK_KEY = ("memory_limit_gb", "max_vertex_balance")
+
+
+def own_keys(partition_fn: PartitionFn) -> tuple[str, ...]:
+    """The algorithm's own config keys: its keyword-only parameters, less the shared ones."""
+    return tuple(
+        name
+        for name, parameter in inspect.signature(partition_fn).parameters.items()
+        if parameter.kind is inspect.Parameter.KEYWORD_ONLY and name not in SHARED_KEYS
+    )
+
+
+def takes_keyword(partition_fn: PartitionFn, key: str) -> bool:
+    """Whether the partitioner function has the keyword parameter `key`."""
+    parameter = inspect.signature(partition_fn).parameters.get(key)
+    return parameter is not None and parameter.kind is inspect.Parameter.KEYWORD_ONLY
+
+
+@dataclass(frozen=True)
+class PartitionSpec:
+    """One job's partitioner: its name, the shared keys, and the algorithm's own keys."""
+
+    name: str
+    hops: int
+    chunk_edges: int
+    memory_limit_gb: float | None
+    max_vertex_balance: float | None
+    refine_passes: int
+    params: Mapping[str, Any] = field(default_factory=ReadOnlyMap)
+
+    @classmethod
+    def from_config(cls, partitioner: Mapping[str, Any]) -> PartitionSpec:
+        """The composed `partitioner` config checked: every key known, none missing, shared
+        values in range (one-line ConfigError naming the key and the valid ones)."""
+        config = plain(partitioner)
+        if not isinstance(config, Mapping) or not config.get("name"):
+            raise ConfigError("partitioner.name: missing (expected a partitioner's name)")
+        name = str(config["name"])
+        own = own_keys(PARTITIONERS.get(name))  # an unknown name fails here, in one line
+        valid = ("name", *SHARED_KEYS, *own)
+        check_keys("partitioner", config, valid, name, required=valid)
+        return cls(
+            name=name,
+            hops=_whole(config, "hops", 1),
+            chunk_edges=_whole(config, "chunk_edges", 1),
+            memory_limit_gb=_positive_or_none(config, "memory_limit_gb"),
+            max_vertex_balance=_positive_or_none(config, "max_vertex_balance"),
+            refine_passes=_whole(config, "refine_passes", 0),
+            params=ReadOnlyMap({key: config[key] for key in own}),
+        )
+
+    @classmethod
+    def defaults(cls, name: str, **overrides: Any) -> PartitionSpec:
+        """conf/partitioner/<name>.yaml under conf/config.yaml's shared block, with overrides:
+        what Hydra composes for `partitioner=<name> partitioner.<key>=<value>...`."""
+        return cls.from_config({**default_config(name), **overrides})
+
+    def to_config(self) -> dict[str, Any]:
+        """The flat config (JSON-ready): what crosses to the partition process."""
+        shared = {key: getattr(self, key) for key in SHARED_KEYS}
+        return {"name": self.name, **shared, **dict(self.params)}
+
+    def kwargs(self) -> dict[str, Any]:
+        """The keyword arguments of the partitioner function: its own keys, and the shared
+        keys it takes (chunk_edges)."""
+        partition_fn = PARTITIONERS.get(self.name)
+        shared = {
+            key: getattr(self, key) for key in SHARED_KEYS if takes_keyword(partition_fn, key)
+        }
+        return {**dict(self.params), **shared}
+
+    def run(self, store: GraphStore, p: int, seed: int) -> PartitionResult:
+        """Call the partitioner on `store` with this spec's keywords."""
+        return PARTITIONERS.get(self.name)(store, p, seed, **self.kwargs())
+
+    def book_identity(self) -> dict[str, Any]:
+        """What of the spec determines the book: the shared keys that change it, the own keys,
+        chunk_edges only where the algorithm streams by it (the GNN-ready step's output does not
+        depend on it). The same dict as the composed config gave before PartitionSpec."""
+        identity = {"name": self.name, "hops": self.hops, "refine_passes": self.refine_passes}
+        if takes_keyword(PARTITIONERS.get(self.name), "chunk_edges"):
+            identity["chunk_edges"] = self.chunk_edges
+        return {**identity, **dict(self.params)}
+
+
+def default_config(name: str) -> dict[str, Any]:
+    """The shared block of conf/config.yaml merged over conf/partitioner/<name>.yaml (Hydra's
+    order: the primary config's `_self_` comes after the groups)."""
+    from omegaconf import OmegaConf
+
+    from gnnbench.paths import REPO_ROOT
+
+    conf = REPO_ROOT / "conf"
+    path = conf / "partitioner" / f"{name}.yaml"
+    if not path.is_file():
+        PARTITIONERS.get(name)  # an unknown name: the registry's one line
+        raise ConfigError(f"{path}: not found (the config of partitioner={name})")
+    shared = OmegaConf.load(conf / "config.yaml")["partitioner"]
+    return plain(OmegaConf.merge(OmegaConf.load(path), shared))
+
+
+def _whole(config: Mapping[str, Any], key: str, least: int) -> int:
+    value = config[key]
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise ConfigError(f"partitioner.{key}: expected a whole number >= {least}, got {value!r}")
+    return value
+
+
+def _positive_or_none(config: Mapping[str, Any], key: str) -> float | None:
+    value = config[key]
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        raise ConfigError(f"partitioner.{key}: expected a positive number or null, got {value!r}")
+    return value

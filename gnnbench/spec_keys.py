@@ -1,0 +1,71 @@
+"""Helpers the typed specs share: a read-only mapping and the one-line key checks.
+
+Every spec (`gnnbench/spec.py`, `gnnbench/data/spec.py`, `gnnbench/partition/spec.py`) reports an
+unknown or missing key the same way: `<section>.<key>: unknown key for <owner>; valid keys: ...`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+from gnnbench.errors import ConfigError
+
+
+class ReadOnlyMap(Mapping[str, Any]):
+    """A plain, picklable, read-only view of a dict (the spec's algorithm or source keys)."""
+
+    __slots__ = ("_items",)
+
+    def __init__(self, items: Mapping[str, Any] | None = None) -> None:
+        self._items = dict(items or {})
+
+    def __getitem__(self, key: str) -> Any:
+        return self._items[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __repr__(self) -> str:
+        return f"ReadOnlyMap({self._items!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Mapping) and dict(self.items()) == dict(other.items())
+
+    def __hash__(self) -> int:
+        return hash(tuple(sorted(self._items.items(), key=lambda item: item[0])))
+
+
+def plain(config: Any) -> Any:
+    """A Hydra DictConfig (resolved) or any mapping as plain dicts and lists."""
+    try:
+        from omegaconf import DictConfig, ListConfig, OmegaConf
+    except ImportError:  # pragma: no cover - omegaconf is a dependency
+        return config
+    if isinstance(config, DictConfig | ListConfig):
+        return OmegaConf.to_container(config, resolve=True)
+    if isinstance(config, Mapping):
+        return {str(key): plain(value) for key, value in config.items()}
+    return config
+
+
+def check_keys(
+    section: str,
+    given: Iterable[str],
+    valid: Iterable[str],
+    owner: str,
+    required: Iterable[str] = (),
+) -> None:
+    """Raise a one-line ConfigError for the first key of `given` outside `valid`, or the first
+    key of `required` missing from `given`; both name the valid keys."""
+    given, valid = list(given), sorted(set(valid))
+    listing = ", ".join(valid) if valid else "(none)"
+    for key in given:
+        if key not in valid:
+            raise ConfigError(f"{section}.{key}: unknown key for {owner}; valid keys: {listing}")
+    for key in required:
+        if key not in given:
+            raise ConfigError(f"{section}.{key}: missing for {owner}; valid keys: {listing}")

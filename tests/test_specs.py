@@ -1,0 +1,109 @@
+"""The typed partition spec: keys checked against the partitioner's signature, defaults in YAML."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+from gnnbench.errors import ConfigError
+from gnnbench.partition.base import PARTITIONERS, vertex_balance_bound
+from gnnbench.partition.book import book_path
+from gnnbench.partition.spec import SHARED_KEYS, PartitionSpec, default_config, own_keys
+from gnnbench.partition.stage import _sent_spec
+
+# Book digests of every partitioner's default config before PartitionSpec (commit 2c55586):
+# the meaning is unchanged, so the cached books must stay where they are.
+BOOK_DIGESTS = {
+    "dbh": "2e02fe763ac1",
+    "distdgl_metis": "f68ae9095a02",
+    "fennel": "9edd1be46679",
+    "greedy": "6be2d83d93dc",
+    "grem": "085235b01417",
+    "grid": "80193b2622fa",
+    "hash": "83c73a7e94b2",
+    "hdrf": "b172e3fb92ba",
+    "heistream": "def47599cedf",
+    "ldg": "9a08ee7c9d07",
+    "metis": "cfc34138e898",
+    "pyg_metis": "a2b400371c22",
+    "spring": "bcef8b1f1307",
+    "twops": "d30a5fa4baeb",
+}
+
+
+@pytest.mark.parametrize("name", PARTITIONERS.names())
+def test_every_partitioner_has_its_keys_in_yaml_only(name):
+    """Keyword-only parameters without defaults; the YAML names exactly those."""
+    parameters = inspect.signature(PARTITIONERS.get(name)).parameters
+    assert list(parameters)[:3] == ["store", "p", "seed"]
+    for key, parameter in list(parameters.items())[3:]:
+        assert parameter.kind is inspect.Parameter.KEYWORD_ONLY, f"{name}: {key} not keyword-only"
+        assert parameter.default is inspect.Parameter.empty, f"{name}: {key} has a code default"
+    spec = PartitionSpec.defaults(name)
+    assert set(spec.params) == set(own_keys(PARTITIONERS.get(name)))
+    assert PartitionSpec.from_config(spec.to_config()) == spec
+
+
+def test_book_keys_unchanged(gnnbench_home):
+    digests = {
+        name: book_path("g", "f", PartitionSpec.defaults(name), 4, 0).name.rsplit("-", 1)[1]
+        for name in BOOK_DIGESTS
+    }
+    assert digests == BOOK_DIGESTS
+
+
+def test_shared_keys_live_once_in_the_shared_block():
+    from gnnbench.paths import REPO_ROOT
+
+    for path in sorted((REPO_ROOT / "conf" / "partitioner").glob("*.yaml")):
+        text = path.read_text()
+        for key in SHARED_KEYS:
+            assert f"\n{key}:" not in f"\n{text}", f"{path.name} repeats the shared key {key}"
+
+
+def test_a_typo_names_the_valid_keys():
+    with pytest.raises(ConfigError) as caught:
+        PartitionSpec.defaults("spring", betta=1.1)
+    message = str(caught.value)
+    assert "\n" not in message
+    assert message.startswith("partitioner.betta: unknown key for spring; valid keys: ")
+    assert "beta" in message and "chunk_edges" in message and "hops" in message
+
+
+def test_a_missing_key_names_the_valid_keys():
+    config = default_config("spring")
+    del config["beta"]
+    with pytest.raises(ConfigError, match=r"^partitioner\.beta: missing for spring; valid keys: "):
+        PartitionSpec.from_config(config)
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [("hops", 0), ("chunk_edges", 0), ("refine_passes", -1), ("memory_limit_gb", 0),
+     ("max_vertex_balance", "x"), ("hops", True)],
+)  # fmt: skip
+def test_shared_values_are_checked(key, value):
+    with pytest.raises(ConfigError, match=rf"^partitioner\.{key}: expected"):
+        PartitionSpec.defaults("hash", **{key: value})
+
+
+def test_shared_chunk_edges_reaches_the_partitioners_that_stream_by_it():
+    assert PartitionSpec.defaults("spring", chunk_edges=97).kwargs()["chunk_edges"] == 97
+    assert "chunk_edges" not in PartitionSpec.defaults("ldg").kwargs()
+    assert "hops" not in PartitionSpec.defaults("spring").kwargs()
+
+
+def test_the_partition_process_completes_an_older_parents_config():
+    """A parent started before the specs sends its YAML without the shared keys."""
+    sent = {"name": "spring", "volume_cap": "sdt", "beta": 1.05, "stream_iters": 1}
+    assert _sent_spec(sent) == PartitionSpec.defaults("spring")
+    with pytest.raises(ConfigError, match="partitioner.betta: unknown key for spring"):
+        _sent_spec({**sent, "betta": 1})
+
+
+def test_vertex_balance_bound_reads_the_spec():
+    bound, source = vertex_balance_bound(PartitionSpec.defaults("spring", beta=1.2), 4, 400)
+    assert bound == pytest.approx(1.2 + 4 / 400) and source == "spring's own"
+    bound, source = vertex_balance_bound(PartitionSpec.defaults("hash"), 4, 400)
+    assert bound == 1.5 and source == "partitioner.max_vertex_balance"
