@@ -172,12 +172,12 @@ def mlflow_run(
     """
     import mlflow
 
-    from gnnbench.track.store import open_experiment, process_tags
+    from gnnbench.track.store import open_experiment, process_tags, use_tracking_uri
 
     tracking = config.get("tracking", {})
     uri = tracking.get("uri", "sqlite:///mlflow.db")
     _, experiment_id = open_experiment(uri, tracking.get("experiment", "gnnbench"))
-    mlflow.set_tracking_uri(uri)
+    use_tracking_uri(uri)
     active = retrying(
         mlflow.start_run,
         experiment_id=experiment_id,

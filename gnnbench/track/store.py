@@ -59,6 +59,24 @@ def process_tags() -> dict[str, str]:
     return {HOST_TAG: socket.gethostname(), PID_TAG: str(os.getpid())}
 
 
+def use_tracking_uri(uri: str) -> None:
+    """Point MLflow's fluent API (mlflow.start_run, log_*) at `uri`.
+
+    While nothing in this process called mlflow.set_tracking_uri, MLflow reads the URI from
+    MLFLOW_TRACKING_URI, so that is set instead: set_tracking_uri also resets the tracer provider,
+    which imports the OpenTelemetry SDK (0.15 s of a run's start) for traces gnnbench never writes.
+    """
+    import mlflow
+    from mlflow.tracking._tracking_service import utils as tracking_utils
+
+    if mlflow.get_tracking_uri() == uri:
+        return
+    if getattr(tracking_utils, "_tracking_uri", "unknown") is None:  # no URI set in-process
+        os.environ["MLFLOW_TRACKING_URI"] = uri  # what set_tracking_uri sets for subprocesses too
+    else:
+        mlflow.set_tracking_uri(uri)
+
+
 def open_experiment(uri: str, experiment: str):
     """(client, experiment id): the store initialised and the experiment created at most once,
     whatever other processes do at the same moment; runs left RUNNING by dead processes ended."""
