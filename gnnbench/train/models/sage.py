@@ -10,7 +10,7 @@ import torch.nn.functional as F
 from torch_geometric.nn import SAGEConv
 
 from gnnbench.train.models import MODELS, BlockStack, dropout_rate, layer_dims
-from gnnbench.train.models.aggregate import mean_adjacency
+from gnnbench.train.models.aggregate import csr_product, mean_adjacency
 
 
 class BlockSAGEConv(SAGEConv):
@@ -28,7 +28,7 @@ class BlockSAGEConv(SAGEConv):
         if self.project:  # PyG projects the sources before aggregating them
             source_x = self.lin(source_x).relu()
         adjacency = mean_adjacency(edge_index, num_src, num_dst, source_x.dtype)
-        out = self.lin_l(torch.sparse.mm(adjacency, source_x))
+        out = self.lin_l(csr_product(adjacency, source_x))
         if self.root_weight:
             out = out + self.lin_r(target_x)
         if self.normalize:
