@@ -9,7 +9,8 @@ with its own SAGEConv initialisation and DGL with PyG's (bench/framework_epoch_d
 distdgl environment). Each scores the last model's test micro-F1 with every neighbour and
 records its mean epoch time (sampling, gathering, forward, backward, step), so the times are
 interleaved rounds too. Rows are saved as measured (.benchmarks/framework_parity/<dataset>.json,
-a rerun resumes; --fresh starts over); the table replaces the generated section of the doc.
+a rerun resumes; --fresh starts over, --table-only trains nothing); the table replaces the
+generated section of the doc.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from gnnbench.data.store import GraphStore  # noqa: E402
 from gnnbench.errors import ConfigError  # noqa: E402
 from gnnbench.setup.baseline_envs import distdgl_env, torch_sparse_with_metis  # noqa: E402
 from gnnbench.train.runner import run_training  # noqa: E402
+from gnnbench.train.spec import spec_from_conf  # noqa: E402
 
 FANOUTS = [25, 10]
 BATCH_SIZE = 512
@@ -59,8 +61,9 @@ def gnnbench_run(store: GraphStore, epochs: int, seed: int) -> dict:
     train = {"mode": "centralized", "epochs": epochs, "fanouts": FANOUTS, "batch_size": BATCH_SIZE,
              "lr": LR, "eval_every": epochs, "timeout_s": 3600}  # fmt: skip
     model = {"name": "sage", "layers": 2, "hidden": HIDDEN, "dropout": DROPOUT}
-    result = run_training(store.path, None, train, model, 1, 1, seed)
-    return {"test_f1_micro": result["test_f1_micro"], "epoch_s": result["epoch_time_s"]}
+    spec = spec_from_conf(train, model, num_workers=1, sync_interval=1, seed=seed)
+    result = run_training(store_path=store.path, book_path=None, spec=spec)
+    return {"test_f1_micro": result.test_f1_micro, "epoch_s": result.epoch_time_s}
 
 
 def pyg_run(store: GraphStore, epochs: int, seed: int) -> dict:
@@ -207,42 +210,37 @@ def write_section(doc: Path, section: list[str]) -> None:
     atomic_write_bytes(doc, text.encode())
 
 
-def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dataset", default="amazon_cs")
-    parser.add_argument("--epochs", type=int, default=20)
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--doc", type=Path, default=REPO / "docs" / "training_speed.md")
-    parser.add_argument("--fresh", action="store_true", help="ignore rows saved by a former run")
-    args = parser.parse_args(argv)
-    torch.set_num_threads(args.threads)
-    store = load_store(args.dataset)
-    available, missing = runners(args.threads)
-    saved = RESULTS / f"{args.dataset}-e{args.epochs}.json"
+def measure(store: GraphStore, args: argparse.Namespace, available: dict, saved: Path) -> list:
+    """Every (framework, seed) not yet in the saved rows, seeds in turn (interleaved); each row
+    is saved as soon as measured, with the UTC time and 1-minute load at its start."""
     rows = [] if args.fresh or not saved.is_file() else json.loads(saved.read_text())
-    started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    loads = []
-    for seed in args.seeds:  # interleaved: every framework once per seed
+    for seed in [] if args.table_only else args.seeds:
         for name, run in available.items():
             if any(r["framework"] == name and r["seed"] == seed for r in rows):
                 continue
-            loads.append(os.getloadavg()[0])
+            utc, load = time.strftime("%Y-%m-%d %H:%M", time.gmtime()), os.getloadavg()[0]
             row = {"framework": name, "seed": seed, **run(store, args.epochs, seed)}
-            rows.append(row)
-            print(json.dumps(row), flush=True)
+            rows.append({**row, "utc": utc, "load_1min": round(load, 1)})
+            print(json.dumps(rows[-1]), flush=True)
             saved.parent.mkdir(parents=True, exist_ok=True)
             atomic_write_bytes(saved, json.dumps(rows, indent=1).encode())
-    rows = [r for r in rows if r["seed"] in args.seeds and r["framework"] in available]
-    command = "nice -n 10 .venv/bin/python scripts/framework_parity.py " + " ".join(argv)
-    section = [
+    return [r for r in rows if r["seed"] in args.seeds and r["framework"] in available]
+
+
+def section(rows: list[dict], args: argparse.Namespace, argv: list[str], missing: dict) -> list:
+    """The doc's generated section: how it was made, the table, the verdict."""
+    command = " ".join(["nice -n 10 .venv/bin/python scripts/framework_parity.py", *argv])
+    times = sorted(r["utc"] for r in rows if "utc" in r)
+    loads = [r["load_1min"] for r in rows if "load_1min" in r]
+    when = f"{times[0]} to {times[-1]} UTC" if times else "times not recorded"
+    load = f"{min(loads):.1f}-{max(loads):.1f}" if loads else "not recorded"
+    return [
         f"### Parity run: {args.dataset}, {args.epochs} epochs, seeds "
         f"{', '.join(map(str, args.seeds))}",
         "",
-        f"Generated by `{command.strip()}` ({started}; torch threads {args.threads}; 1-minute "
-        f"load at the start of each run {min(loads, default=float('nan')):.1f}"
-        f"-{max(loads, default=float('nan')):.1f} on {os.cpu_count()} cores). GraphSAGE 2x{HIDDEN}"
-        f", fanouts {FANOUTS[0]}/{FANOUTS[1]}, batch {BATCH_SIZE}, Adam {LR}, dropout {DROPOUT}; "
+        f"Generated by `{command}` (runs started {when}; torch threads {args.threads}; 1-minute "
+        f"load at the start of each run {load} on {os.cpu_count()} cores). GraphSAGE 2x{HIDDEN}, "
+        f"fanouts {FANOUTS[0]}/{FANOUTS[1]}, batch {BATCH_SIZE}, Adam {LR}, dropout {DROPOUT}; "
         "test micro-F1 of the last model with every neighbour; s/epoch is the framework's own "
         "epoch loop (sampling, gathering, forward, backward, step), seeds run interleaved.",
         "",
@@ -251,8 +249,30 @@ def main(argv: list[str]) -> int:
         verdict(rows),
         *[f"Not run: {name}: {why}." for name, why in missing.items()],
     ]
-    write_section(args.doc, section)
-    print("\n".join(section))
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dataset", default="amazon_cs")
+    parser.add_argument("--epochs", type=int, default=20)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--doc", type=Path, default=REPO / "docs" / "training_speed.md")
+    parser.add_argument("--fresh", action="store_true", help="ignore rows saved by a former run")
+    parser.add_argument("--table-only", action="store_true", help="the doc from saved rows only")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    store = load_store(args.dataset)
+    available, missing = runners(args.threads)
+    saved = RESULTS / f"{args.dataset}-e{args.epochs}.json"
+    rows = measure(store, args, available, saved)
+    if not any(row["framework"] == "gnnbench" for row in rows):
+        raise ConfigError(
+            f"{saved}: no gnnbench rows for seeds {args.seeds} (run without --table-only)"
+        )
+    lines = section(rows, args, argv, missing)
+    write_section(args.doc, lines)
+    print("\n".join(lines))
     return 0
 
 
