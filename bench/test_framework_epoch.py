@@ -28,6 +28,7 @@ from gnnbench.data.datasets import prepare_dataset
 from gnnbench.data.store import GraphStore
 from gnnbench.setup.baseline_envs import distdgl_env, torch_sparse_with_metis
 from gnnbench.train.runner import run_training
+from gnnbench.train.spec import spec_from_conf
 
 from .conftest import dataset_config
 
@@ -53,7 +54,11 @@ def gnnbench_epoch_s(store: GraphStore, threads: int, seed: int) -> float:
     train = {"mode": "centralized", "epochs": EPOCHS, "fanouts": FANOUTS, "batch_size": BATCH_SIZE,
              "lr": LR, "eval_every": EPOCHS, "timeout_s": 600}  # fmt: skip
     model = {"name": "sage", "layers": 2, "hidden": HIDDEN, "dropout": DROPOUT}
-    return run_training(store.path, None, train, model, 1, 1, seed)["epoch_time_s"]
+    return run_training(
+        store_path=store.path,
+        book_path=None,
+        spec=spec_from_conf(train, model, num_workers=1, sync_interval=1, seed=seed),
+    ).epoch_time_s
 
 
 def pyg_epoch_s(store: GraphStore, threads: int, seed: int) -> float:

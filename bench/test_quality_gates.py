@@ -73,9 +73,14 @@ def test_variant_quality(variant, quality_gates, tmp_path):
 
 def test_training_f1(quality_gates, tmp_path):
     from gnnbench.train.runner import run_training
+    from gnnbench.train.spec import spec_from_conf
 
     store = gate_store("cora")
     train = {"mode": "centralized", "epochs": 10}
     model = {"name": "sage", "layers": 2, "hidden": 256, "dropout": 0.5}
-    result = run_training(store.path, None, train, model, 1, 1, 0)
-    quality_gates.check({"sage-centralized/cora/test_f1_micro": result["test_f1_micro"]}, "higher")
+    result = run_training(
+        store_path=store.path,
+        book_path=None,
+        spec=spec_from_conf(train, model, num_workers=1, sync_interval=1, seed=0),
+    )
+    quality_gates.check({"sage-centralized/cora/test_f1_micro": result.test_f1_micro}, "higher")

@@ -10,7 +10,9 @@ from __future__ import annotations
 from gnnbench.data.datasets import prepare_dataset
 from gnnbench.partition.spec import PartitionSpec
 from gnnbench.partition.stage import run_partition_stage
+from gnnbench.train.result import TrainResult
 from gnnbench.train.runner import run_training
+from gnnbench.train.spec import spec_from_conf
 
 from .conftest import dataset_config, require_raw
 
@@ -30,28 +32,34 @@ def test_model_avg_over_grad_avg_epoch_time(benchmark):
     store = amazon_cs_store()
     book, _ = run_partition_stage(store, partitioner=PartitionSpec.defaults("spring"), p=2, seed=0)
 
-    def train(mode: str) -> dict:
-        return run_training(store.path, book.path, {"mode": mode, **TRAIN}, MODEL, 2, 1, 0)
+    def train(mode: str) -> TrainResult:
+        return run_training(
+            store_path=store.path,
+            book_path=book.path,
+            spec=spec_from_conf(
+                {"mode": mode, **TRAIN}, MODEL, num_workers=2, sync_interval=1, seed=0
+            ),
+        )
 
     grad = benchmark.pedantic(train, args=("grad_avg",), rounds=1, iterations=1)
     model = train("model_avg")
-    ratio = model["epoch_time_s"] / grad["epoch_time_s"]
+    ratio = model.epoch_time_s / grad.epoch_time_s
     benchmark.extra_info.update(
-        model_avg_epoch_s=model["epoch_time_s"],
-        grad_avg_epoch_s=grad["epoch_time_s"],
+        model_avg_epoch_s=model.epoch_time_s,
+        grad_avg_epoch_s=grad.epoch_time_s,
         model_avg_over_grad_avg=ratio,
-        grad_avg_sync_count=grad["sync_count"],
-        grad_avg_sync_s=grad["sync_time_s"],
-        model_avg_sync_s=model["sync_time_s"],
-        grad_avg_sync_wait_s=grad["sync_wait_s"],
-        model_avg_sync_wait_s=model["sync_wait_s"],
+        grad_avg_sync_count=grad.sync_count,
+        grad_avg_sync_s=grad.sync_time_s,
+        model_avg_sync_s=model.sync_time_s,
+        grad_avg_sync_wait_s=grad.sync_wait_s,
+        model_avg_sync_wait_s=model.sync_wait_s,
     )
     print(
-        f"\nepoch time model_avg {model['epoch_time_s']:.3f} s / grad_avg "
-        f"{grad['epoch_time_s']:.3f} s = {ratio:.3f}; sync {model['sync_time_s']:.3f} s vs "
-        f"{grad['sync_time_s']:.3f} s ({grad['sync_count']:.0f} gradient all-reduces per epoch)"
+        f"\nepoch time model_avg {model.epoch_time_s:.3f} s / grad_avg "
+        f"{grad.epoch_time_s:.3f} s = {ratio:.3f}; sync {model.sync_time_s:.3f} s vs "
+        f"{grad.sync_time_s:.3f} s ({grad.sync_count:.0f} gradient all-reduces per epoch)"
     )
-    assert grad["train_nodes_per_epoch"] == model["train_nodes_per_epoch"]
+    assert grad.train_nodes_per_epoch == model.train_nodes_per_epoch
 
 
 def test_sampler_processes_batch_wait(benchmark):
@@ -60,24 +68,28 @@ def test_sampler_processes_batch_wait(benchmark):
     cores the sampler and the trainer share them."""
     store = amazon_cs_store()
 
-    def train(sampler_workers: int) -> dict:
+    def train(sampler_workers: int) -> TrainResult:
         settings = {"mode": "centralized", **TRAIN, "epochs": 2, "sampler_workers": sampler_workers}
-        return run_training(store.path, None, settings, MODEL, 1, 1, 0)
+        return run_training(
+            store_path=store.path,
+            book_path=None,
+            spec=spec_from_conf(settings, MODEL, num_workers=1, sync_interval=1, seed=0),
+        )
 
     alone = benchmark.pedantic(train, args=(0,), rounds=1, iterations=1)
     helped = train(1)
     benchmark.extra_info.update(
-        batch_wait_s_k0=alone["batch_wait_s"],
-        batch_wait_s_k1=helped["batch_wait_s"],
-        epoch_time_s_k0=alone["epoch_time_s"],
-        epoch_time_s_k1=helped["epoch_time_s"],
+        batch_wait_s_k0=alone.batch_wait_s,
+        batch_wait_s_k1=helped.batch_wait_s,
+        epoch_time_s_k0=alone.epoch_time_s,
+        epoch_time_s_k1=helped.epoch_time_s,
     )
     print(
-        f"\nbatch wait per epoch: k=0 {alone['batch_wait_s']:.3f} s, k=1 "
-        f"{helped['batch_wait_s']:.3f} s; epoch time {alone['epoch_time_s']:.3f} s vs "
-        f"{helped['epoch_time_s']:.3f} s"
+        f"\nbatch wait per epoch: k=0 {alone.batch_wait_s:.3f} s, k=1 "
+        f"{helped.batch_wait_s:.3f} s; epoch time {alone.epoch_time_s:.3f} s vs "
+        f"{helped.epoch_time_s:.3f} s"
     )
-    assert helped["computation_cost"] == alone["computation_cost"]  # the same batches
+    assert helped.computation_cost == alone.computation_cost  # the same batches
 
 
 def test_layerwise_inference_over_khop_batches(benchmark):
@@ -89,12 +101,12 @@ def test_layerwise_inference_over_khop_batches(benchmark):
     import numpy as np
     import torch
 
-    from gnnbench.train.settings import Job, TrainSettings
+    from gnnbench.train.spec import Job
     from gnnbench.train.worker import Worker
 
     store = amazon_cs_store()
-    settings = TrainSettings.from_config({"mode": "centralized", **TRAIN}, MODEL, 1, 0)
-    job = Job(settings, store.path, None, store.feature_dim, store.num_classes, False)
+    settings = spec_from_conf({"mode": "centralized", **TRAIN}, MODEL, num_workers=1)
+    job = Job(settings, store.path, None, store.feature_dim, store.num_classes, False, None)
     worker = Worker(job, 0, 1, torch.device("cpu"))
     worker.model.eval()
     part = worker.parts[0]

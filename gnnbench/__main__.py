@@ -107,10 +107,10 @@ def _nothing_to_do(config: dict, key: str, multirun: bool) -> bool:
 
     from gnnbench.torchrun import torchrun_rank
     from gnnbench.track.sweep import TOTAL_ENV
-    from gnnbench.train.settings import PARTITIONED_MODES
+    from gnnbench.train.coordinator import trains_on_partitions
 
     rank = torchrun_rank()
-    partitioned = config["train"]["mode"] in PARTITIONED_MODES
+    partitioned = rank is not None and trains_on_partitions(config["train"]["mode"])
     if rank and not partitioned:
         log.info(
             "torchrun rank %d: train.mode=%s runs on rank 0 alone", rank, config["train"]["mode"]
@@ -138,19 +138,11 @@ def _finished_run(config: dict, key: str, rank: int | None) -> str | None:
     resume = config.get("resume", True)
     if rank is None:
         return (resume and _already_finished(config, key)) or None
-    from gnnbench.run import torchrun_training_rank
-    from gnnbench.train import launch
+    from gnnbench.train.coordinator import coordinator_for
+    from gnnbench.train.spec import TrainSpec
 
-    torchrun_training_rank(config)  # joins the process group
-    if rank > 0:
-        return launch.word_from_rank0()
-    try:
-        decision = (resume and _already_finished(config, key)) or None
-    except BaseException:
-        launch.tell_other_ranks_rank0_failed()  # the others wait for word: tell them, then fail
-        raise
-    launch.tell_other_ranks(decision)
-    return decision
+    coordinator = coordinator_for(TrainSpec.from_job_config(config))  # joins the process group
+    return coordinator.share(lambda: (resume and _already_finished(config, key)) or None)
 
 
 def main() -> None:

@@ -6,6 +6,7 @@ import logging
 import os
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,8 @@ from gnnbench.partition.spec import PartitionSpec
 from gnnbench.partition.stage import run_partition_stage
 from gnnbench.paths import gnnbench_home
 from gnnbench.track.mlflow_run import mlflow_run
+from gnnbench.train.coordinator import coordinator_for
+from gnnbench.train.spec import TrainSpec
 
 log = logging.getLogger(__name__)
 
@@ -59,95 +62,62 @@ def run(
 ) -> dict[str, Any]:
     """Run every stage of one job and return its headline metrics."""
     _check_axes(config)
-    training = config["train"].get("mode", "none") != "none"
-    if training:  # impossible training configs fail before any data is prepared
-        from gnnbench.train.runner import check_training_config
-
-        check_training_config(
-            config["train"],
-            config["model"],
-            config["num_gpus"],
-            None if config["p"] == "auto" else config["p"],
-            config["sync_interval"],
-            config["seed"],
-        )
-    rank = torchrun_training_rank(config) if training else None
-    if rank:  # torchrun: rank 0 prepares, partitions and logs; the others only train
-        return _follow_rank0(config)
-    if rank == 0:
-        from gnnbench.train import launch
-    summary: dict[str, Any] = {}
-    handed_off = False
-    try:
-        with mlflow_run(config, resolved_yaml, tags) as tracker:
-            started = time.perf_counter()
-            store, book = _data_and_partition(config, tracker, training)
-            if rank == 0:
-                launch.tell_other_ranks((str(store.path), str(book.path)))
-                handed_off = True
-            summary.update(_train_if(config, tracker, training, store, book))
-            summary["wall_s"] = time.perf_counter() - started
-            summary["run_id"] = tracker.run_id
-    except BaseException:
-        if rank == 0 and not handed_off:  # the other ranks wait for word: tell them, then fail
-            launch.tell_other_ranks_rank0_failed()
-        raise
-    return summary
+    spec = _train_spec(config)  # impossible training configs fail before any data is prepared
+    coordinator = coordinator_for(spec)  # who prepares, logs and trains
+    with coordinator.records(lambda: mlflow_run(config, resolved_yaml, tags)) as tracker:
+        started = time.perf_counter()
+        prepared = coordinator.share(lambda: _data_and_partition(config, tracker, spec))
+        trained = coordinator.together(lambda: _train(spec, prepared, tracker))
+        return {
+            **prepared.summary,
+            **trained,
+            "wall_s": time.perf_counter() - started,
+            "run_id": tracker.run_id,
+        }
 
 
-def _train_if(config, tracker, training: bool, store, book) -> dict[str, Any]:
-    """Headline partition metrics (partitioned jobs), and training's when the job trains."""
-    summary = {}
-    if book is not None:
-        summary = {k: book.metrics[k] for k in ("replication_factor", "edge_cut", "vertex_balance")}
-    if training:
-        result = _train(config, store.path, book.path if book is not None else None)
-        tracker.log_training(result)
-        summary.update({k: result[k] for k in ("test_f1_micro", "test_f1_macro", "epoch_time_s")})
-    return summary
+@dataclass(frozen=True)
+class Prepared:
+    """What the data and partition stages hand the training ranks (picklable: torchrun's rank 0
+    shares it)."""
+
+    store_path: Path
+    book_path: Path | None  # None: train=centralized, nothing partitioned
+    summary: dict[str, Any]  # the headline partition metrics
 
 
-def torchrun_training_rank(config: Mapping[str, Any]) -> int | None:
-    """This process's torchrun rank (its process group joined) when it trains on partitions."""
-    from gnnbench.torchrun import torchrun_rank
-    from gnnbench.train import launch
-    from gnnbench.train.settings import PARTITIONED_MODES, TrainSettings
+def _train_spec(config: Mapping[str, Any]) -> TrainSpec | None:
+    """The job's TrainSpec, checked against p; None for train=none (partition only)."""
+    if config["train"].get("mode", "none") == "none":
+        return None
+    from gnnbench.train.runner import check_training_config
 
-    rank = torchrun_rank() if config["train"]["mode"] in PARTITIONED_MODES else None
-    if rank is not None:
-        launch.join_torchrun_group(
-            TrainSettings.from_config(
-                config["train"], config["model"], config["sync_interval"], config["seed"]
-            )
-        )
-    return rank
+    spec = TrainSpec.from_job_config(config)
+    check_training_config(spec=spec, p=None if config["p"] == "auto" else config["p"])
+    return spec
 
 
-def _follow_rank0(config: Mapping[str, Any]) -> dict[str, Any]:
-    """A torchrun rank other than 0: train on the store and book rank 0 prepared."""
-    from gnnbench.train.launch import word_from_rank0
-
-    paths = word_from_rank0()
-    result = _train(config, Path(paths[0]), Path(paths[1]))
-    return {k: result[k] for k in ("test_f1_micro", "test_f1_macro", "epoch_time_s")}
-
-
-def _train(config: Mapping[str, Any], store_path: Path, book_path: Path) -> dict[str, Any]:
+def _train(spec: TrainSpec | None, prepared: Prepared, tracker) -> dict[str, Any]:
+    """Stage 3 when the job trains: log the result, return its headline figures."""
+    if spec is None:
+        return {}
     from gnnbench.train.runner import run_training
 
-    result = run_training(
-        store_path, book_path, config["train"], config["model"],
-        config["num_gpus"], config["sync_interval"], config["seed"],
-    )  # fmt: skip
+    result = run_training(store_path=prepared.store_path, book_path=prepared.book_path, spec=spec)
+    tracker.log_training(result)
     log.info(
         "train: %s test micro-F1=%.4f macro-F1=%.4f epoch=%.3fs",
-        config["train"]["mode"], result["test_f1_micro"], result["test_f1_macro"], result["epoch_time_s"],
+        spec.mode, result.test_f1_micro, result.test_f1_macro, result.epoch_time_s,
     )  # fmt: skip
-    return result
+    return {
+        "test_f1_micro": result.test_f1_micro,
+        "test_f1_macro": result.test_f1_macro,
+        "epoch_time_s": result.epoch_time_s,
+    }
 
 
-def _data_and_partition(config: Mapping[str, Any], tracker, training: bool):
-    """Stages 1 and 2: the GraphStore and the PartitionBook (None for train=centralized, which
+def _data_and_partition(config: Mapping[str, Any], tracker, spec: TrainSpec | None) -> Prepared:
+    """Stages 1 and 2: the GraphStore and the PartitionBook (none for train=centralized, which
     trains the whole graph in one process and so has nothing to partition)."""
     remove_stale_temporaries(gnnbench_home())  # what killed imports and partitions left
     store = prepare_dataset(config["dataset"])
@@ -161,11 +131,11 @@ def _data_and_partition(config: Mapping[str, Any], tracker, training: bool):
     )
     if config["train"].get("mode") == "centralized":
         log.info("partition: skipped (train=centralized trains the whole graph)")
-        return store, None
+        return Prepared(store.path, None, {})
     p = _num_parts(config, store, tracker)
     partitioner = PartitionSpec.from_config(config["partitioner"])
     book, cached = run_partition_stage(
-        store, partitioner=partitioner, p=p, seed=config["seed"], node_data=training
+        store, partitioner=partitioner, p=p, seed=config["seed"], node_data=spec is not None
     )
     metrics = {**book.metrics, **_balance_bound(partitioner, p, store.num_nodes)}
     tracker.log_partition(book.path, metrics, book.meta.get("stats", {}), cached)
@@ -175,7 +145,8 @@ def _data_and_partition(config: Mapping[str, Any], tracker, training: bool):
         config["partitioner"]["name"], p, book.metrics["replication_factor"],
         book.metrics["edge_cut"], book.metrics["partition_peak_mb"], " (cached)" if cached else "",
     )  # fmt: skip
-    return store, book
+    headline = ("replication_factor", "edge_cut", "vertex_balance")
+    return Prepared(store.path, book.path, {key: book.metrics[key] for key in headline})
 
 
 def _balance_bound(partitioner: PartitionSpec, p: int, num_nodes: int) -> dict[str, Any]:

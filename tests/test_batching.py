@@ -19,6 +19,7 @@ from gnnbench.train.batching import (
 )
 from gnnbench.train.runner import run_training
 from gnnbench.train.sampler import ALL_NEIGHBOURS, NeighbourSampler
+from gnnbench.train.spec import spec_from_conf
 
 
 def path_csr(n: int):
@@ -101,17 +102,25 @@ def test_induced_batch_keeps_only_edges_inside_the_region():
 def test_strategies_train_every_node_and_log_cost(graph, strategy):  # noqa: F811 (fixture)
     store, book = graph
     train = {"mode": "grad_avg", **FAST, **strategy, "num_clusters": 4}
-    result = run_training(store.path, book, train, SAGE, 2, 1, 0)
-    assert result["train_nodes_per_epoch"] == len(store.split()["train"])
-    assert result["computation_cost"] > 0
-    assert result["history"][-1]["train_loss"] < result["history"][0]["train_loss"]
+    result = run_training(
+        store_path=store.path,
+        book_path=book,
+        spec=spec_from_conf(train, SAGE, num_workers=2, sync_interval=1, seed=0),
+    )
+    assert result.train_nodes_per_epoch == len(store.split()["train"])
+    assert result.computation_cost > 0
+    assert result.history[-1]["train_loss"] < result.history[0]["train_loss"]
 
 
 def test_full_strategy_costs_at_most_the_partition_times_layers(tmp_path):
     store = community_store(tmp_path / "store", num_nodes=120)
     train = {"mode": "centralized", **FAST, "epochs": 1, "strategy": "full"}
-    result = run_training(store.path, None, train, SAGE, 1, 1, 0)
-    assert 0 < result["computation_cost"] <= 3 * store.num_nodes
+    result = run_training(
+        store_path=store.path,
+        book_path=None,
+        spec=spec_from_conf(train, SAGE, num_workers=1, sync_interval=1, seed=0),
+    )
+    assert 0 < result.computation_cost <= 3 * store.num_nodes
 
 
 @pytest.mark.distributed
@@ -120,13 +129,23 @@ def test_sampler_processes_train_exactly_as_the_trainer_alone(graph, mode):  # n
     """Armada's disaggregation moves batch preparation, not what is trained."""
     store, book = graph
     runs = [
-        run_training(store.path, book, {"mode": mode, **FAST, "sampler_workers": k}, SAGE, 2, 1, 0)
+        run_training(
+            store_path=store.path,
+            book_path=book,
+            spec=spec_from_conf(
+                {"mode": mode, **FAST, "sampler_workers": k},
+                SAGE,
+                num_workers=2,
+                sync_interval=1,
+                seed=0,
+            ),
+        )
         for k in (0, 2)
     ]
-    losses = [[epoch["train_loss"] for epoch in run["history"]] for run in runs]
+    losses = [[epoch["train_loss"] for epoch in run.history] for run in runs]
     assert np.allclose(losses[0], losses[1], rtol=1e-5)
-    assert runs[0]["computation_cost"] == runs[1]["computation_cost"]
-    assert all(run["batch_wait_s"] > 0 for run in runs)
+    assert runs[0].computation_cost == runs[1].computation_cost
+    assert all(run.batch_wait_s > 0 for run in runs)
 
 
 def test_a_failing_sampler_process_fails_the_run(graph, monkeypatch):  # noqa: F811
@@ -139,4 +158,8 @@ def test_a_failing_sampler_process_fails_the_run(graph, monkeypatch):  # noqa: F
     store, _ = graph
     train = {"mode": "centralized", **FAST, "sampler_workers": 1}
     with pytest.raises(ValueError, match="sampler broke"):
-        run_training(store.path, None, train, SAGE, 1, 1, 0)
+        run_training(
+            store_path=store.path,
+            book_path=None,
+            spec=spec_from_conf(train, SAGE, num_workers=1, sync_interval=1, seed=0),
+        )

@@ -157,15 +157,20 @@ def test_centralized_training_on_cuda_reports_gpu_memory(gnnbench_home):
     """One centralized epoch on a small synthetic graph on cuda:0: it learns and logs its peak."""
     from gnnbench.data.datasets import prepare_dataset
     from gnnbench.train.runner import run_training
+    from gnnbench.train.spec import spec_from_conf
 
     store = prepare_dataset({"name": "gpu-check", "source": "synthetic", "num_nodes": 2000,
                              "avg_degree": 10, "num_classes": 4, "feature_dim": 16, "seed": 1})  # fmt: skip
     train = {"mode": "centralized", "epochs": 2, "fanouts": [10, 5], "batch_size": 256,
              "device": "cuda", "timeout_s": 120}  # fmt: skip
     model = {"name": "sage", "layers": 2, "hidden": 32, "dropout": 0.0}
-    result = run_training(store.path, None, train, model, 1, 1, 0)
-    assert result["gpu_peak_mb"] > 0
-    assert result["test_f1_micro"] > 0.25  # above chance for 4 balanced classes
+    result = run_training(
+        store_path=store.path,
+        book_path=None,
+        spec=spec_from_conf(train, model, num_workers=1, sync_interval=1, seed=0),
+    )
+    assert result.gpu_peak_mb > 0
+    assert result.test_f1_micro > 0.25  # above chance for 4 balanced classes
 
 
 @pytest.mark.parametrize("rate", [0.0, 0.5, 0.8])

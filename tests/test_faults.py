@@ -317,6 +317,7 @@ def test_nonfinite_loss_on_a_rank_fails_fast(tmp_path, gnnbench_home):
     """The same under model averaging: the rank's error reaches the parent as NonFiniteLoss."""
     from gnnbench.errors import NonFiniteLoss
     from gnnbench.train.runner import run_training
+    from gnnbench.train.spec import spec_from_conf
 
     _huge_feature_npz(tmp_path / "huge.npz")
     store = prepare_dataset({"name": "huge", "source": "npz", "path": str(tmp_path / "huge.npz")})
@@ -324,4 +325,8 @@ def test_nonfinite_loss_on_a_rank_fails_fast(tmp_path, gnnbench_home):
     train = {"mode": "model_avg", "epochs": 2, "batch_size": 64, "fanouts": [5, 5]}
     model = {"name": "sage", "layers": 2, "hidden": 8}
     with pytest.raises(NonFiniteLoss, match="at epoch 1"):
-        run_training(store.path, book.path, train, model, 2, 1, 0)
+        run_training(
+            store_path=store.path,
+            book_path=book.path,
+            spec=spec_from_conf(train, model, num_workers=2, sync_interval=1, seed=0),
+        )

@@ -12,6 +12,7 @@ import pytest
 from gnnbench.data.datasets import prepare_dataset
 from gnnbench.train.ogb_metric import OgbMetric
 from gnnbench.train.runner import run_training
+from gnnbench.train.spec import spec_from_conf
 
 pytest.importorskip("ogb")
 
@@ -53,9 +54,13 @@ def test_accuracy_for_ogbn_arxiv(tmp_path, gnnbench_home):
     labels = np.random.default_rng(1).integers(0, 5, size=300)
     store = prepare_dataset(write_ogb_fixture(tmp_path, "ogbn-arxiv", labels))
     assert store.meta["ogb_name"] == "ogbn-arxiv"
-    result = run_training(store.path, None, TRAIN, MODEL, 1, 1, 0)
-    assert result["test_ogb_acc"] == pytest.approx(result["test_f1_micro"])
-    assert "val_ogb_acc" in result
+    result = run_training(
+        store_path=store.path,
+        book_path=None,
+        spec=spec_from_conf(TRAIN, MODEL, num_workers=1, sync_interval=1, seed=0),
+    )
+    assert result.ogb["test_ogb_acc"] == pytest.approx(result.test_f1_micro)
+    assert "val_ogb_acc" in result.ogb
 
 
 def test_rocauc_for_ogbn_proteins(tmp_path, gnnbench_home):
@@ -63,8 +68,12 @@ def test_rocauc_for_ogbn_proteins(tmp_path, gnnbench_home):
     labels = (np.random.default_rng(2).random((300, 112)) < 0.3).astype(int)
     store = prepare_dataset(write_ogb_fixture(tmp_path, "ogbn-proteins", labels))
     assert store.multilabel and store.num_classes == 112
-    result = run_training(store.path, None, TRAIN, MODEL, 1, 1, 0)
-    assert 0.0 <= result["test_ogb_rocauc"] <= 1.0
+    result = run_training(
+        store_path=store.path,
+        book_path=None,
+        spec=spec_from_conf(TRAIN, MODEL, num_workers=1, sync_interval=1, seed=0),
+    )
+    assert 0.0 <= result.ogb["test_ogb_rocauc"] <= 1.0
 
 
 @pytest.mark.distributed

@@ -18,8 +18,10 @@ from gnnbench.errors import ConfigError, DataError
 from gnnbench.partition.book import PartitionBook
 from gnnbench.train.metrics import confusion_counts, f1_scores
 from gnnbench.train.models import MODELS
+from gnnbench.train.result import TrainResult
 from gnnbench.train.runner import check_training_config, run_training
 from gnnbench.train.sampler import ALL_NEIGHBOURS, NeighbourSampler, batch_seed
+from gnnbench.train.spec import TrainSpec, spec_from_conf
 from gnnbench.train.sync import all_reduce_average, weighted_state_sum
 
 RESULT_KEYS = {
@@ -29,6 +31,11 @@ RESULT_KEYS = {
 }  # fmt: skip
 SAGE = {"name": "sage", "layers": 2, "hidden": 32, "dropout": 0.5}
 FAST = {"epochs": 3, "fanouts": [5, 5], "batch_size": 64, "timeout_s": 120}
+
+
+def spec(train: dict, model: dict = SAGE, workers: int = 1, sync_interval: int = 1) -> TrainSpec:
+    """The YAML defaults of train.mode and model.name with the test's keys laid over them."""
+    return spec_from_conf(train, model, num_workers=workers, sync_interval=sync_interval, seed=0)
 
 
 def community_store(
@@ -196,29 +203,33 @@ def test_gat_hidden_must_divide_into_heads():
 
 
 # --- whole runs ----------------------------------------------------------------------------------
-def check_result(result: dict, epochs: int) -> None:
-    assert RESULT_KEYS <= set(result)
-    assert [entry["epoch"] for entry in result["history"]] == list(range(1, epochs + 1))
-    assert all(entry["val_f1_micro"] is not None for entry in result["history"])
-    assert 0 <= result["test_f1_macro"] <= 1 and 0 <= result["test_f1_micro"] <= 1
-    assert result["epoch_time_s"] > 0
+def check_result(result: TrainResult, epochs: int) -> None:
+    assert RESULT_KEYS <= set(result.as_dict())
+    assert [entry["epoch"] for entry in result.history] == list(range(1, epochs + 1))
+    assert all(entry["val_f1_micro"] is not None for entry in result.history)
+    assert 0 <= result.test_f1_macro <= 1 and 0 <= result.test_f1_micro <= 1
+    assert result.epoch_time_s > 0
 
 
 @pytest.mark.parametrize("model", ["sage", "mlp", "gcn", "gat"])
 def test_centralized_run(graph, model):
     store, _ = graph
     result = run_training(
-        store.path, None, {"mode": "centralized", **FAST}, {**SAGE, "name": model}, 1, 1, 0
+        store_path=store.path,
+        book_path=None,
+        spec=spec({"mode": "centralized", **FAST}, {**SAGE, "name": model}),
     )
     check_result(result, 3)
-    assert result["sync_time_s"] == 0 and result["world_size"] == 1
-    assert result["history"][-1]["train_loss"] < result["history"][0]["train_loss"]
+    assert result.sync_time_s == 0 and result.world_size == 1
+    assert result.history[-1]["train_loss"] < result.history[0]["train_loss"]
 
 
 def test_centralized_multilabel(tmp_path):
     store = community_store(tmp_path / "multi", num_nodes=120, multilabel=True)
     result = run_training(
-        store.path, None, {"mode": "centralized", **FAST, "epochs": 2}, SAGE, 1, 1, 0
+        store_path=store.path,
+        book_path=None,
+        spec=spec({"mode": "centralized", **FAST, "epochs": 2}),
     )
     check_result(result, 2)
 
@@ -229,11 +240,11 @@ def test_model_avg_two_workers_matches_one_worker(graph):
     not depend on which rank trains which partition (up to float rounding of thread counts)."""
     store, book = graph
     train = {"mode": "model_avg", **FAST, "epochs": 4}
-    two = run_training(store.path, book, train, SAGE, 2, 2, 0)
-    assert RESULT_KEYS <= set(two) and two["world_size"] == 2 and two["sync_time_s"] > 0
-    assert [e["val_f1_micro"] is not None for e in two["history"]] == [False, True, False, True]
-    one = run_training(store.path, book, train, SAGE, 1, 2, 0)
-    losses = [[e["train_loss"] for e in run["history"]] for run in (one, two)]
+    two = run_training(store_path=store.path, book_path=book, spec=spec(train, SAGE, 2, 2))
+    assert RESULT_KEYS <= set(two.as_dict()) and two.world_size == 2 and two.sync_time_s > 0
+    assert [e["val_f1_micro"] is not None for e in two.history] == [False, True, False, True]
+    one = run_training(store_path=store.path, book_path=book, spec=spec(train, SAGE, 1, 2))
+    losses = [[e["train_loss"] for e in run.history] for run in (one, two)]
     assert np.allclose(losses[0], losses[1], rtol=1e-3)
 
 
@@ -241,12 +252,20 @@ def test_model_avg_two_workers_matches_one_worker(graph):
 def test_more_workers_than_partitions_is_one_line(graph):
     store, book = graph
     with pytest.raises(ConfigError, match=r"^num_gpus=3 is larger than p=2$"):
-        run_training(store.path, book, {"mode": "model_avg", **FAST}, SAGE, 3, 1, 0)
+        run_training(
+            store_path=store.path,
+            book_path=book,
+            spec=spec({"mode": "model_avg", **FAST}, SAGE, 3, 1),
+        )
     with pytest.raises(ConfigError, match="train.fanouts"):
-        run_training(store.path, None, {"mode": "centralized", "fanouts": [5]}, SAGE, 1, 1, 0)
+        run_training(
+            store_path=store.path,
+            book_path=None,
+            spec=spec({"mode": "centralized", "fanouts": [5]}),
+        )
     with pytest.raises(ConfigError, match=r"^train.lr: expected a number > 0"):
-        check_training_config({"mode": "model_avg", "lr": 0}, SAGE, 2, 4, 1, 0)
-    check_training_config({"mode": "centralized"}, SAGE, 8, 4, 1, 0)  # workers unused: fine
+        check_training_config(spec=spec({"mode": "model_avg", "lr": 0}, SAGE, 2), p=4)
+    check_training_config(spec=spec({"mode": "centralized"}, SAGE, 8), p=4)  # workers unused
 
 
 @pytest.mark.fault("processes: a worker raising during model averaging")
@@ -265,7 +284,11 @@ def test_failing_worker_fails_the_run_fast(graph, tmp_path):
     started = time.monotonic()
     try:
         with pytest.raises(DataError, match=r"^worker 1 failed: .*part-1: unreadable partition"):
-            run_training(store.path, broken, {"mode": "model_avg", **FAST}, SAGE, 2, 1, 0)
+            run_training(
+                store_path=store.path,
+                book_path=broken,
+                spec=spec({"mode": "model_avg", **FAST}, SAGE, 2, 1),
+            )
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)
@@ -292,14 +315,14 @@ def skewed_book(store: GraphStore, path: Path, share: float) -> Path:
 def test_grad_avg_two_workers(graph):
     store, book = graph
     train = {"mode": "grad_avg", **FAST}
-    result = run_training(store.path, book, train, SAGE, 2, 1, 0)
+    result = run_training(store_path=store.path, book_path=book, spec=spec(train, SAGE, 2, 1))
     check_result(result, 3)
-    assert result["world_size"] == 2 and result["sync_time_s"] > 0
+    assert result.world_size == 2 and result.sync_time_s > 0
     train_nodes = len(store.split()["train"])
-    assert result["train_nodes_per_epoch"] == train_nodes
+    assert result.train_nodes_per_epoch == train_nodes
     per_part = [len(PartitionBook(book).load(i).split["train"]) for i in range(2)]
-    assert result["sync_count"] == max(-(-n // FAST["batch_size"]) for n in per_part)
-    assert result["history"][-1]["train_loss"] < result["history"][0]["train_loss"]
+    assert result.sync_count == max(-(-n // FAST["batch_size"]) for n in per_part)
+    assert result.history[-1]["train_loss"] < result.history[0]["train_loss"]
 
 
 @pytest.mark.distributed
@@ -311,9 +334,9 @@ def test_grad_avg_skewed_partitions_use_every_training_node(graph, tmp_path):
     train = {"mode": "grad_avg", **FAST, "batch_size": 8}
     batches = [-(-n // 8) for n in per_part]
     assert max(batches) >= 4 * min(batches)
-    result = run_training(store.path, book, train, SAGE, 2, 1, 0)
-    assert result["train_nodes_per_epoch"] == sum(per_part) == len(store.split()["train"])
-    assert result["sync_count"] == max(batches)
+    result = run_training(store_path=store.path, book_path=book, spec=spec(train, SAGE, 2, 1))
+    assert result.train_nodes_per_epoch == sum(per_part) == len(store.split()["train"])
+    assert result.sync_count == max(batches)
 
 
 @pytest.mark.fault("processes: a worker raising during gradient averaging")
@@ -325,7 +348,11 @@ def test_grad_avg_failing_worker_fails_fast(graph, tmp_path):
     (broken / "part-1" / "indptr.npy").unlink()
     started = time.monotonic()
     with pytest.raises(DataError, match=r"^worker 1 failed: .*part-1: unreadable partition"):
-        run_training(store.path, broken, {"mode": "grad_avg", **FAST}, SAGE, 2, 1, 0)
+        run_training(
+            store_path=store.path,
+            book_path=broken,
+            spec=spec({"mode": "grad_avg", **FAST}, SAGE, 2, 1),
+        )
     assert time.monotonic() - started < 30
 
 
@@ -349,13 +376,13 @@ def test_layerwise_inference_is_the_model_on_full_neighbourhoods(graph, model):
     SAGE, GAT and the MLP that is the same function as the model on each target's full K-hop
     neighbourhood. (The block GCN normalises by degrees inside each block, so its outputs depend
     on the chunking.) Three layers: two inner layers read rows of a restricted output."""
-    from gnnbench.train.settings import Job, TrainSettings
+    from gnnbench.train.spec import Job
     from gnnbench.train.worker import Worker
 
     store, _ = graph
     train = {"mode": "centralized", **FAST, "fanouts": [5, 5, 5], "eval_batch_size": 7}
-    settings = TrainSettings.from_config(train, {**SAGE, "name": model, "layers": 3}, 1, 0)
-    job = Job(settings, store.path, None, store.feature_dim, store.num_classes, False)
+    job_spec = spec(train, {**SAGE, "name": model, "layers": 3})
+    job = Job(job_spec, store.path, None, store.feature_dim, store.num_classes, False, None)
     worker = Worker(job, 0, 1, torch.device("cpu"))
     worker.model.eval()
     part = worker.parts[0]
@@ -376,10 +403,8 @@ def test_torchrun_sweep_job_needing_another_backend_is_one_line(monkeypatch):
     """A torchrun sweep keeps its first job's process group: a later job that needs another
     backend fails on every rank alike, naming the key, instead of running on the wrong group."""
     from gnnbench.train import launch
-    from gnnbench.train.settings import TrainSettings
 
     monkeypatch.setattr(launch.dist, "is_initialized", lambda: True)
     monkeypatch.setattr(launch.dist, "get_backend", lambda *args: "nccl")
-    settings = TrainSettings.from_config({"mode": "grad_avg", "backend": "gloo"}, SAGE, 1, 0)
     with pytest.raises(ConfigError, match="train.backend: this job needs gloo.*group is nccl"):
-        launch.join_torchrun_group(settings)
+        launch.join_torchrun_group(spec({"mode": "grad_avg", "backend": "gloo"}))

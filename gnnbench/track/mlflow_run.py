@@ -13,7 +13,10 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from gnnbench.train.result import TrainResult
 
 log = logging.getLogger(__name__)
 
@@ -121,9 +124,11 @@ class RunLogger:
             if (Path(book_dir) / name).is_file():
                 retrying(self.mlflow.log_artifact, str(Path(book_dir) / name))
 
-    def log_training(self, result: Mapping[str, Any]) -> None:
+    def log_training(self, training: TrainResult) -> None:
+        """The training result: curves per epoch, the summary metrics, training.json."""
         from mlflow.entities import Metric
 
+        result = training.as_dict()
         history = result.get("history", [])
         now = int(time.time() * 1000)
         curves = [Metric("train_loss", e["train_loss"], now, e["epoch"]) for e in history]

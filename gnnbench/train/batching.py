@@ -22,9 +22,6 @@ import numpy as np
 from gnnbench.data.graph_ops import bfs_from
 from gnnbench.train.sampler import ALL_NEIGHBOURS, NeighbourSampler, SampledBatch
 
-STRATEGIES = ("minibatch", "full", "cluster")
-BATCHINGS = ("random", "cohesive")
-
 
 @dataclass(frozen=True)
 class BatchPlan:

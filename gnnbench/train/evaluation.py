@@ -29,9 +29,9 @@ def _rows(table: np.ndarray | torch.Tensor, ids: np.ndarray) -> torch.Tensor:
 
 
 class EvaluationMixin:
-    """Worker's evaluation and summary. Uses the worker's model, device, job, settings, parts,
+    """Worker's evaluation and summary. Uses the worker's model, device, job, spec, parts,
     ogb metric, total_train, world_size and distributed, and its _forward, _on_device, _predict
-    and _all_reduce."""
+    and all_reduce."""
 
     # --- evaluation ----------------------------------------------------------------------------
     @torch.no_grad()
@@ -58,7 +58,7 @@ class EvaluationMixin:
                 counts[s] += confusion_counts(prediction[mask], target[mask], self.job.num_classes)
                 if self.ogb is not None:
                     ogb_rows[s].append((self.ogb.truth(target[mask]), self.ogb.rows(logits[mask])))
-        counts = self._all_reduce(counts)
+        counts = self.all_reduce(counts)
         scores: dict[str, Any] = {key: f1_scores(counts[s]) for s, key in enumerate(EVAL_SPLITS)}
         if self.ogb is not None:
             scores["ogb"] = {key: self._ogb_score(ogb_rows[s]) for s, key in enumerate(EVAL_SPLITS)}
@@ -116,7 +116,7 @@ class EvaluationMixin:
     def _chunked(self, rows: np.ndarray, compute) -> torch.Tensor:
         """compute(chunk) over rows in chunks of eval_batch_size, into one tensor on the CPU
         (filled in place: concatenating the chunks would hold every output twice)."""
-        size = self.settings.eval_batch_size
+        size = self.spec.eval_batch_size
         output = None
         for start in range(0, len(rows), size):
             chunk = compute(rows[start : start + size]).cpu()
@@ -137,15 +137,15 @@ class EvaluationMixin:
         if self.device.type != "cuda":
             return None
         peak = torch.tensor([torch.cuda.max_memory_allocated(self.device) / 2**20])
-        return float(self._all_reduce(peak, dist.ReduceOp.MAX)[0])
+        return float(self.all_reduce(peak, dist.ReduceOp.MAX)[0])
 
     def _summary(self, record: dict[str, np.ndarray], evaluations) -> dict:
         """Times of the slowest rank, global mean losses, test F1 at the first best val F1."""
-        slowest = self._all_reduce(torch.from_numpy(record["compute"]), dist.ReduceOp.MAX).numpy()
-        waits = self._all_reduce(torch.from_numpy(record["wait"]), dist.ReduceOp.MAX).numpy()
-        losses = self._all_reduce(torch.from_numpy(record["loss"])).numpy() / self.total_train
-        cost = self._all_reduce(torch.from_numpy(record["cost"])).numpy()  # every rank's batches
-        sync = self._all_reduce(
+        slowest = self.all_reduce(torch.from_numpy(record["compute"]), dist.ReduceOp.MAX).numpy()
+        waits = self.all_reduce(torch.from_numpy(record["wait"]), dist.ReduceOp.MAX).numpy()
+        losses = self.all_reduce(torch.from_numpy(record["loss"])).numpy() / self.total_train
+        cost = self.all_reduce(torch.from_numpy(record["cost"])).numpy()  # every rank's batches
+        sync = self.all_reduce(
             torch.tensor([record["sync"].sum(), record["sync_wait"].sum()], dtype=torch.float64),
             dist.ReduceOp.MAX,
         )
@@ -169,7 +169,7 @@ class EvaluationMixin:
             "test_f1_macro": float(best["test"][1]),
             **self._ogb_summary(best),
             "best_epoch": int(best_epoch),
-            "num_epochs": int(self.settings.epochs),
+            "num_epochs": int(self.spec.epochs),
             "world_size": int(self.world_size),
             "device": self.device.type,
             "history": history,

@@ -18,6 +18,7 @@ import time
 import traceback
 from multiprocessing.connection import wait
 from pathlib import Path
+from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -26,27 +27,25 @@ import torch.multiprocessing as mp
 from gnnbench import errors, lifecycle
 from gnnbench.errors import ConfigError
 from gnnbench.partition.memory_limit import killed_by_signal
-from gnnbench.train.settings import Job, TrainSettings
+from gnnbench.train.spec import Job, TrainSpec
 from gnnbench.train.worker import Worker
 
 
-def resolve_device(settings: TrainSettings, local_rank: int) -> torch.device:
+def resolve_device(spec: TrainSpec, local_rank: int) -> torch.device:
     """cuda:<local_rank> when CUDA is asked for or available (device: auto), else the CPU."""
-    use_cuda = settings.device == "cuda" or (
-        settings.device == "auto" and torch.cuda.is_available()
-    )
-    if settings.backend == "gloo" and settings.device == "auto":
+    use_cuda = spec.device == "cuda" or (spec.device == "auto" and torch.cuda.is_available())
+    if spec.backend == "gloo" and spec.device == "auto":
         use_cuda = False  # an explicit gloo run stays on the CPU: one kind of device per run
     if use_cuda and not torch.cuda.is_available():
         raise ConfigError("train.device: cuda requested but torch sees no CUDA device")
-    if settings.backend == "nccl" and not use_cuda:
+    if spec.backend == "nccl" and not use_cuda:
         raise ConfigError("train.backend: nccl needs CUDA devices (use gloo or auto on the CPU)")
     return torch.device("cuda", local_rank) if use_cuda else torch.device("cpu")
 
 
-def resolve_backend(settings: TrainSettings, device: torch.device) -> str:
-    if settings.backend != "auto":
-        return settings.backend
+def resolve_backend(spec: TrainSpec, device: torch.device) -> str:
+    if spec.backend != "auto":
+        return spec.backend
     return "nccl" if device.type == "cuda" else "gloo"
 
 
@@ -56,14 +55,14 @@ HANDOFF_TIMEOUT = datetime.timedelta(hours=12)
 _handoff_group = None
 
 
-def join_torchrun_group(settings: TrainSettings) -> None:
+def join_torchrun_group(spec: TrainSpec) -> None:
     """Under torchrun, join the process group early, so rank 0 can share its stages' products."""
     global _handoff_group
-    device = resolve_device(settings, int(os.environ.get("LOCAL_RANK", 0)))
+    device = resolve_device(spec, int(os.environ.get("LOCAL_RANK", 0)))
     if not dist.is_initialized():
-        _init_group(settings, device, init_method="env://")
+        _init_group(spec, device, init_method="env://")
     # the group outlives a sweep's jobs (torch cannot re-create it reliably in one process)
-    needed, existing = resolve_backend(settings, device), dist.get_backend()
+    needed, existing = resolve_backend(spec, device), dist.get_backend()
     if needed != existing:
         raise ConfigError(
             f"train.backend: this job needs {needed}, but the torchrun sweep's process group is "
@@ -73,37 +72,23 @@ def join_torchrun_group(settings: TrainSettings) -> None:
         _handoff_group = dist.new_group(backend="gloo", timeout=HANDOFF_TIMEOUT)
 
 
-# What rank 0 sends instead of its word when it fails first (None is a word: "nothing found").
-_RANK0_FAILED = "gnnbench: rank 0 failed"
-
-
-def _broadcast_from_rank0(payload):
+def broadcast_from_rank0(payload: Any) -> Any:
+    """Rank 0's `payload` (any picklable value) on every rank, over the handoff group."""
     box = [payload]
     dist.broadcast_object_list(box, src=0, group=_handoff_group)
     return box[0]
 
 
-def tell_other_ranks(payload) -> None:
-    """Rank 0: send `payload` (any picklable value) to every rank waiting in `word_from_rank0`."""
-    _broadcast_from_rank0(payload)
+def gather_from_ranks(payload: Any) -> list[Any]:
+    """Every rank's `payload`, in rank order, on every rank, over the handoff group."""
+    gathered: list[Any] = [None] * dist.get_world_size()
+    dist.all_gather_object(gathered, payload, group=_handoff_group)
+    return gathered
 
 
-def tell_other_ranks_rank0_failed() -> None:
-    """Rank 0, failing before its word: release the waiting ranks, which then fail too."""
-    _broadcast_from_rank0(_RANK0_FAILED)
-
-
-def word_from_rank0():
-    """A rank other than 0: what rank 0 told; its failure becomes this rank's."""
-    payload = _broadcast_from_rank0(None)
-    if payload == _RANK0_FAILED:
-        raise errors.GnnbenchError("rank 0 failed before training (see its log)")
-    return payload
-
-
-def check_cuda_workers(settings: TrainSettings, num_workers: int) -> None:
+def check_cuda_workers(spec: TrainSpec, num_workers: int) -> None:
     """One process per GPU: never more workers than devices."""
-    device = resolve_device(settings, 0)
+    device = resolve_device(spec, 0)
     if device.type == "cuda" and num_workers > torch.cuda.device_count():
         raise ConfigError(
             f"num_gpus={num_workers} is larger than the {torch.cuda.device_count()} CUDA devices"
@@ -112,16 +97,16 @@ def check_cuda_workers(settings: TrainSettings, num_workers: int) -> None:
 
 def run_single(job: Job) -> dict:
     """The centralized reference: one process, no process group."""
-    return Worker(job, 0, 1, resolve_device(job.settings, 0)).run()
+    return Worker(job, 0, 1, resolve_device(job.spec, 0)).run()
 
 
 def run_torchrun(job: Job) -> dict:
     """This process is one rank of a torchrun launch; every rank returns the same summary."""
     rank, world_size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
-    device = resolve_device(job.settings, int(os.environ.get("LOCAL_RANK", 0)))
+    device = resolve_device(job.spec, int(os.environ.get("LOCAL_RANK", 0)))
     owns_group = not dist.is_initialized()
     if owns_group:
-        _init_group(job.settings, device, init_method="env://")
+        _init_group(job.spec, device, init_method="env://")
     try:
         result = Worker(job, rank, world_size, device).run()
         dist.barrier()
@@ -131,13 +116,13 @@ def run_torchrun(job: Job) -> dict:
             dist.destroy_process_group()
 
 
-def _init_group(settings: TrainSettings, device: torch.device, **rendezvous) -> None:
+def _init_group(spec: TrainSpec, device: torch.device, **rendezvous) -> None:
     """Join the process group on this rank's device (NCCL binds each rank to its own GPU)."""
     if device.type == "cuda":
         torch.cuda.set_device(device)
     dist.init_process_group(
-        resolve_backend(settings, device),
-        timeout=datetime.timedelta(seconds=settings.timeout_s),
+        resolve_backend(spec, device),
+        timeout=datetime.timedelta(seconds=spec.timeout_s),
         **({"device_id": device} if device.type == "cuda" else {}),
         **rendezvous,
     )
@@ -150,23 +135,17 @@ def _free_port() -> int:
 
 
 def _record_error(scratch: Path, rank: int, exc: BaseException) -> None:
-    """The error as one line for the parent, with its traceback for the run's error.log (the
-    console shows only the parent's one line)."""
-    expected = isinstance(exc, errors.GnnbenchError)
-    message = str(exc)
-    if not expected:
+    """The error as one line for the parent (errors.error_record, plus where an unexpected one
+    was raised), with its traceback for the run's error.log (the console shows one line)."""
+    record = {**errors.error_record(exc), "expected": isinstance(exc, errors.GnnbenchError)}
+    if not record["expected"]:
         frame = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
         where = f" (at {Path(frame.filename).name}:{frame.lineno})" if frame else ""
-        message = f"{type(exc).__name__}: {exc}{where}"
-    payload = {
-        "kind": type(exc).__name__,
-        "expected": expected,
-        "message": message,
-        "traceback": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)),
-        "at": time.time(),
-    }
+        record["message"] = f"{type(exc).__name__}: {exc}{where}"
+    record["traceback"] = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    record["at"] = time.time()
     partial = scratch / f"error-{rank}.json.tmp"  # the parent may read at any moment: rename
-    partial.write_text(json.dumps(payload))
+    partial.write_text(json.dumps(record, default=str))
     partial.rename(scratch / f"error-{rank}.json")
 
 
@@ -198,11 +177,11 @@ def _spawned_worker(
         lifecycle.ignore_interrupts_from_terminal()
         if rank == 0:
             _log_like_parent(log_level)
-        device = resolve_device(job.settings, rank)
+        device = resolve_device(job.spec, rank)
         if device.type == "cpu":  # the ranks share the cores instead of oversubscribing them
             torch.set_num_threads(max(1, _cores() // world_size))
         _init_group(
-            job.settings,
+            job.spec,
             device,
             init_method=f"tcp://127.0.0.1:{port}",
             rank=rank,
@@ -249,7 +228,7 @@ def _failure(scratch: Path, processes: list, rank: int) -> Exception:
     _, rank, payload = min(recorded, key=lambda item: item[0])
     message = f"worker {rank} failed: {payload['message']}"
     if payload["expected"]:
-        failure = getattr(errors, payload["kind"], errors.GnnbenchError)(message)
+        failure = errors.from_record({**payload, "message": message})
     else:
         failure = RuntimeError(message)
     # the rank's own stack, for the run's error.log artifact (track.mlflow_run reads it)

@@ -1,0 +1,42 @@
+"""Training modes, registered by name like models: one module per mode (model_avg, grad_avg,
+centralized), each a `TrainingMode` class that trains one round of epochs on a `Worker`.
+
+A mode registered from elsewhere (a plugin, a test) is found by `train.mode` the same way.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar
+
+import numpy as np
+
+from gnnbench.registry import Registry
+
+if TYPE_CHECKING:
+    from gnnbench.train.spec import TrainSpec
+    from gnnbench.train.worker import Worker
+
+
+class TrainingMode:
+    """How the ranks train and synchronise: `train_round` trains `length` epochs from `start`
+    and fills this rank's per-epoch record (compute, loss, sync, sync_wait, steps, trained, cost,
+    wait), every rank calling it in step."""
+
+    partitioned: ClassVar[bool] = True  # trains a PartitionBook, one rank per worker
+    shares_optimizer: ClassVar[bool] = False  # one Adam state for every partition of a rank
+
+    def __init__(self, worker: Worker):
+        self.worker = worker
+
+    @staticmethod
+    def round_length(spec: TrainSpec) -> int:
+        """Epochs between synchronisations (evaluation follows a round)."""
+        return 1
+
+    def train_round(self, start: int, length: int, record: dict[str, np.ndarray]) -> None:
+        raise NotImplementedError
+
+
+TRAINING_MODES: Registry[type[TrainingMode]] = Registry(
+    "training mode", "gnnbench.train.modes", "train.mode"
+)

@@ -1,0 +1,86 @@
+"""Model averaging (CATGNN / SDT-GNN): rank r trains partitions r, r+W, ... in turn, each
+sync_interval epochs from the current averaged model with its own Adam state, then every rank joins
+one all-reduce that averages the models weighted by owned training nodes."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import torch
+
+from gnnbench.train.modes import TRAINING_MODES, TrainingMode
+from gnnbench.train.sampler import batch_seed
+from gnnbench.train.spec import TrainSpec
+from gnnbench.train.sync import State, all_reduce_average, weighted_state_sum
+from gnnbench.train.worker import TrainingPart, finite_loss
+
+
+def _clone(state: dict[str, torch.Tensor]) -> State:
+    return {key: value.detach().clone() for key, value in state.items()}
+
+
+@TRAINING_MODES.register("model_avg")
+class ModelAverage(TrainingMode):
+    @staticmethod
+    def round_length(spec: TrainSpec) -> int:
+        return spec.sync_interval
+
+    def train_round(self, start: int, length: int, record: dict[str, np.ndarray]) -> None:
+        states, weights = self.train_parts(start, length, record)
+        record["sync_wait"][start], record["sync"][start] = self.synchronise(states, weights)
+        record["steps"][start] = 1.0
+        record["trained"][start : start + length] = self.worker.total_train  # by construction
+
+    def train_parts(
+        self, first_epoch: int, length: int, record: dict[str, np.ndarray]
+    ) -> tuple[list[State], list[float]]:
+        """Every partition trains `length` epochs from the averaged model; returns its states."""
+        worker = self.worker
+        states, weights = [], []
+        for part in worker.parts:
+            if part.num_train == 0:
+                continue  # weight 0: it would not change the average
+            worker.model.load_state_dict(worker.global_state)
+            for epoch in range(first_epoch, first_epoch + length):
+                started, waited = time.perf_counter(), worker.source.wait_s
+                loss, cost = self.train_epoch(part, epoch + 1)
+                record["wait"][epoch] += worker.source.wait_s - waited
+                worker.wait_for_device()
+                record["compute"][epoch] += time.perf_counter() - started
+                record["loss"][epoch] += loss
+                record["cost"][epoch] += cost
+            states.append(_clone(worker.model.state_dict()))
+            weights.append(float(part.num_train))
+        return states, weights
+
+    def train_epoch(self, part: TrainingPart, epoch: int) -> tuple[float, int]:
+        """One pass over the partition's training nodes; the summed (not mean) loss and cost."""
+        worker = self.worker
+        worker.model.train()
+        torch.manual_seed(batch_seed(worker.spec.seed, epoch, part.index))  # rank-independent
+        loss_sum, cost = 0.0, 0
+        for batch in worker.source.batches(worker.batch_specs(part, epoch)):
+            loss = worker.batch_loss(batch)
+            part.optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            part.optimizer.step()
+            loss_sum += finite_loss(loss, epoch, part.index) * len(batch.seeds)
+            cost += batch.cost
+        return loss_sum, cost
+
+    def synchronise(self, states: list[State], weights: list[float]) -> tuple[float, float]:
+        """Set the global model to the training-node-weighted average; returns the seconds spent
+        waiting for the other ranks and in the all-reduce."""
+        worker = self.worker
+        if not states:  # a rank whose partitions hold no training nodes adds nothing
+            states, weights = [worker.global_state], [0.0]
+        waited = worker.wait_for_ranks()
+        started = time.perf_counter()
+        worker.global_state = all_reduce_average(
+            weighted_state_sum(states, weights), worker.total_train, distributed=worker.distributed
+        )
+        worker.wait_for_device()
+        seconds = time.perf_counter() - started
+        worker.model.load_state_dict(worker.global_state)
+        return waited, seconds

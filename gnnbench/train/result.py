@@ -1,0 +1,62 @@
+"""What a training run returns: F1 at the best validation point, times, and per-epoch history.
+
+The field names are the MLflow metric names (dashboards and scripts read them); `as_dict()` is
+the flat record the tracker logs and training.json holds.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    """One training run's figures (rank 0's summary plus how many workers trained)."""
+
+    epoch_time_s: float  # the slowest rank's compute per epoch
+    sync_time_s: float  # all-reduces alone, the slowest rank's total
+    sync_wait_s: float  # waiting for the slowest rank before a sync, the longest total
+    sync_count: float  # all-reduces of the model or gradients per epoch
+    train_nodes_per_epoch: float
+    computation_cost: float  # (node, layer) pairs per epoch, all ranks
+    batch_wait_s: float  # per epoch, the slowest-waiting rank's
+    gpu_peak_mb: float | None  # None on the CPU
+    val_f1_micro: float
+    test_f1_micro: float
+    test_f1_macro: float
+    best_epoch: int
+    num_epochs: int
+    num_workers: int
+    world_size: int
+    device: str
+    mode: str
+    history: list[
+        dict[str, Any]
+    ]  # per epoch: epoch, train_loss, val_f1_micro (None: not evaluated)
+    ogb: dict[
+        str, float
+    ]  # an ogbn dataset's own metric: {"val_ogb_<metric>": ..., "test_...": ...}
+
+    @classmethod
+    def from_summary(
+        cls, summary: Mapping[str, Any], *, num_workers: int, mode: str
+    ) -> TrainResult:
+        """From a rank's summary dict (it crosses the process boundary as JSON)."""
+        names = {f.name for f in dataclasses.fields(cls)} - {"ogb", "num_workers", "mode"}
+        ogb = {key: value for key, value in summary.items() if "_ogb_" in key}
+        return cls(
+            **{name: summary[name] for name in names},
+            num_workers=num_workers,
+            mode=mode,
+            ogb=ogb,
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        """The flat record: every field, the OGB metric's keys in place of `ogb`."""
+        record = {
+            f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "ogb"
+        }
+        return {**record, **self.ogb}

@@ -1,0 +1,237 @@
+"""The train and model config groups parsed once into frozen specs (no defaults here: they live in
+conf/shared/train.yaml, conf/train/*.yaml, conf/model/*.yaml and conf/config.yaml).
+
+A `TrainSpec` also carries the job axes training reads (sync_interval, seed, num_gpus as
+num_workers), so nothing travels as a bare positional number.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gnnbench.errors import ConfigError
+
+STRATEGIES = ("minibatch", "full", "cluster")  # train.strategy (gnnbench/train/batching.py)
+BATCHINGS = ("random", "cohesive")  # train.batching, for strategy=minibatch
+# p=auto's memory budget: only the partitioned modes' YAML carries it (centralized has no p).
+OPTIONAL_TRAIN_KEYS = ("worker_mem_gb", "compute_mem_fraction")
+OPTIONAL_MODEL_KEYS = ("heads",)  # gat's alone
+AXES = ("sync_interval", "seed", "num_workers", "model")  # not keys of the train group
+
+
+def _valid_keys(cls: type, excluded: tuple[str, ...] = ()) -> list[str]:
+    return [f.name for f in dataclasses.fields(cls) if f.name not in excluded]
+
+
+def _check_keys(group: str, given: Mapping[str, Any], valid: list[str], optional) -> None:
+    """Unknown keys and missing required keys are one-line errors naming the key."""
+    for key in given:
+        if key not in valid:
+            raise ConfigError(f"{group}.{key}: unknown key; valid keys: {', '.join(valid)}")
+    for key in valid:
+        if key not in given and key not in optional:
+            raise ConfigError(f"{group}.{key}: missing (expected from conf/{group}/*.yaml)")
+
+
+def _whole(key: str, value: Any, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ConfigError(f"train.{key}: expected a whole number >= {minimum}, got {value!r}")
+    return value
+
+
+def _number(key: str, value: Any, positive: bool) -> float:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or value < 0
+        or (positive and value == 0)
+    ):
+        expected = "> 0" if positive else ">= 0"
+        raise ConfigError(f"train.{key}: expected a number {expected}, got {value!r}")
+    return float(value)
+
+
+def _choice(key: str, value: Any, choices: tuple[str, ...]) -> str:
+    if str(value) not in choices:
+        raise ConfigError(f"train.{key}: expected one of {', '.join(choices)}, got {value!r}")
+    return str(value)
+
+
+def _fanouts(value: Any) -> tuple[int, ...]:
+    def neighbour_count(f: Any) -> bool:
+        return isinstance(f, int) and not isinstance(f, bool) and (f >= 1 or f == -1)
+
+    if isinstance(value, str) or not isinstance(value, Sequence) or not value:
+        value = None
+    if value is None or not all(neighbour_count(f) for f in value):
+        raise ConfigError(
+            f"train.fanouts: expected a list of neighbour counts >= 1 (or -1 = all), got {value!r}"
+        )
+    return tuple(value)
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """The model group: which registered model, its depth, width and dropout (heads: gat)."""
+
+    name: str
+    layers: int
+    hidden: int
+    dropout: float
+    heads: int | None
+
+    @classmethod
+    def from_config(cls, model: Mapping[str, Any]) -> ModelSpec:
+        """Validate the keys (the model's builder validates the values, once, on the meta device)."""
+        _check_keys("model", model, _valid_keys(cls), OPTIONAL_MODEL_KEYS)
+        return cls(**{key: model.get(key) for key in _valid_keys(cls)})
+
+    def as_config(self) -> dict[str, Any]:
+        """The mapping the model registry's builders read."""
+        values = dataclasses.asdict(self)
+        return {key: value for key, value in values.items() if value is not None}
+
+
+@dataclass(frozen=True)
+class TrainSpec:
+    """Everything a training rank needs to know about the run; picklable for spawned ranks."""
+
+    mode: str
+    epochs: int
+    batch_size: int
+    fanouts: tuple[int, ...]
+    strategy: str
+    batching: str
+    batches_per_epoch: int  # 0: batch_size decides; else each partition's batches per epoch
+    num_clusters: int  # cluster strategy: clusters per partition
+    clusters_per_batch: int
+    sampler_workers: int  # Armada: CPU processes preparing each trainer's batches (0: itself)
+    lr: float
+    weight_decay: float
+    eval_every: int
+    eval_batch_size: int
+    backend: str
+    device: str
+    timeout_s: float
+    worker_mem_gb: float | None  # p=auto's budget (partitioned modes)
+    compute_mem_fraction: float | None
+    sync_interval: int  # the job axes training reads
+    seed: int
+    num_workers: int  # num_gpus
+    model: ModelSpec
+
+    @classmethod
+    def from_config(
+        cls,
+        train: Mapping[str, Any],
+        model: Mapping[str, Any],
+        *,
+        sync_interval: int,
+        seed: int,
+        num_workers: int,
+    ) -> TrainSpec:
+        """Parse the train and model groups plus the job axes; one line per bad or unknown key."""
+        _check_keys("train", train, _valid_keys(cls, AXES), OPTIONAL_TRAIN_KEYS)
+        from gnnbench.train.modes import TRAINING_MODES  # the registry names the valid modes
+
+        TRAINING_MODES.get(str(train["mode"]))
+        return cls(
+            **_train_values(train),
+            sync_interval=_axis("sync_interval", sync_interval),
+            seed=_axis("seed", seed, minimum=None),
+            num_workers=_axis("num_gpus", num_workers),
+            model=ModelSpec.from_config(model),
+        )
+
+    @classmethod
+    def from_job_config(cls, config: Mapping[str, Any]) -> TrainSpec:
+        """The spec of a composed job config (train and model groups, sync_interval, seed,
+        num_gpus)."""
+        return cls.from_config(
+            config["train"],
+            config["model"],
+            sync_interval=config["sync_interval"],
+            seed=config["seed"],
+            num_workers=config["num_gpus"],
+        )
+
+
+def _axis(key: str, value: Any, minimum: int | None = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(f"{key}: expected a whole number, got {value!r}")
+    if minimum is not None and value < minimum:
+        raise ConfigError(f"{key}: expected >= {minimum}, got {value}")
+    return value
+
+
+def _train_values(train: Mapping[str, Any]) -> dict[str, Any]:
+    """The train group's values, each checked against what it may hold."""
+    whole = {"epochs": 1, "batch_size": 1, "eval_every": 1, "eval_batch_size": 1,
+             "batches_per_epoch": 0, "num_clusters": 1, "clusters_per_batch": 1,
+             "sampler_workers": 0}  # fmt: skip
+    values: dict[str, Any] = {k: _whole(k, train[k], low) for k, low in whole.items()}
+    values.update(
+        mode=str(train["mode"]),
+        fanouts=_fanouts(train["fanouts"]),
+        lr=_number("lr", train["lr"], positive=True),
+        weight_decay=_number("weight_decay", train["weight_decay"], positive=False),
+        timeout_s=_number("timeout_s", train["timeout_s"], positive=True),
+        backend=_choice("backend", train["backend"], ("auto", "gloo", "nccl")),
+        device=_choice("device", train["device"], ("auto", "cpu", "cuda")),
+        strategy=_choice("strategy", train["strategy"], STRATEGIES),
+        batching=_choice("batching", train["batching"], BATCHINGS),
+    )
+    values.update({key: train.get(key) for key in OPTIONAL_TRAIN_KEYS})  # auto_num_parts checks
+    return values
+
+
+def spec_from_conf(
+    train: Mapping[str, Any], model: Mapping[str, Any] | None = None, **axes: int
+) -> TrainSpec:
+    """A TrainSpec from the YAML defaults of train.mode's and model.name's config files with
+    `train`, `model` and the axes (sync_interval, seed, num_workers) laid over them: for tests,
+    benchmarks and scripts that train without Hydra."""
+    from omegaconf import OmegaConf
+
+    from gnnbench.paths import REPO_ROOT
+
+    conf = REPO_ROOT / "conf"
+    top = OmegaConf.to_container(OmegaConf.load(conf / "config.yaml"))
+    model = dict(model or {})
+    choices = {key: value for item in top["defaults"] if isinstance(item, dict)
+               for key, value in item.items()}  # fmt: skip
+    name = model.get("name", choices["model"])
+    model_defaults = _yaml(conf / "model" / f"{name}.yaml")
+    mode_path = conf / "train" / f"{train['mode']}.yaml"  # a plugin mode may have none
+    mode_file = _yaml(mode_path) if mode_path.is_file() else {}
+    train_defaults = {**_yaml(conf / "shared" / "train.yaml"), **mode_file}
+    values = {"sync_interval": top["sync_interval"], "seed": top["seed"]}
+    values["num_workers"] = top["num_gpus"]
+    values.update(axes)
+    return TrainSpec.from_config({**train_defaults, **train}, {**model_defaults, **model}, **values)
+
+
+def _yaml(path: Path) -> dict[str, Any]:
+    from omegaconf import OmegaConf
+
+    if not path.is_file():
+        raise ConfigError(f"{path}: no such config file")
+    loaded = OmegaConf.to_container(OmegaConf.load(path))
+    return {key: value for key, value in loaded.items() if key != "defaults"}
+
+
+@dataclass(frozen=True)
+class Job:
+    """One training job: the spec plus where the data lies and what it holds."""
+
+    spec: TrainSpec
+    store_path: Path
+    book_path: Path | None
+    num_features: int
+    num_classes: int
+    multilabel: bool
+    ogb_name: str | None  # an ogbn dataset: its official metric is logged too
