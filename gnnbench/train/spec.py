@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from gnnbench.errors import ConfigError
+from gnnbench.spec_keys import check_keys
 
 STRATEGIES = ("minibatch", "full", "cluster")  # train.strategy (gnnbench/train/batching.py)
 BATCHINGS = ("random", "cohesive")  # train.batching, for strategy=minibatch
@@ -28,13 +29,11 @@ def _valid_keys(cls: type, excluded: tuple[str, ...] = ()) -> list[str]:
 
 
 def _check_keys(group: str, given: Mapping[str, Any], valid: list[str], optional) -> None:
-    """Unknown keys and missing required keys are one-line errors naming the key."""
-    for key in given:
-        if key not in valid:
-            raise ConfigError(f"{group}.{key}: unknown key; valid keys: {', '.join(valid)}")
-    for key in valid:
-        if key not in given and key not in optional:
-            raise ConfigError(f"{group}.{key}: missing (expected from conf/{group}/*.yaml)")
+    """Unknown keys and missing required keys are one-line errors naming the key and the valid
+    ones (the format every spec shares)."""
+    owner = f"{group}={given.get('mode' if group == 'train' else 'name')}"
+    required = [key for key in valid if key not in optional]
+    check_keys(group, given, valid, owner, required=required)
 
 
 def _whole(key: str, value: Any, minimum: int) -> int:
