@@ -91,6 +91,7 @@ def check_overrides(argv: list[str], conf_dir: Path) -> None:
     """Every command-line key exists in the composed config (each choice of a swept group)."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra.errors import OverrideParseException
+    from omegaconf import OmegaConf
 
     try:
         parsed = OverridesParser.create().parse_overrides(_plain_overrides(argv))
@@ -100,12 +101,29 @@ def check_overrides(argv: list[str], conf_dir: Path) -> None:
     groups = {path.name for path in conf_dir.iterdir() if path.is_dir()}
     choices = {o.key_or_group: _values(o) for o in parsed if o.key_or_group in groups}
     keys = [o.key_or_group for o in parsed if o.key_or_group not in groups]
-    if not keys:
+    primary = OmegaConf.load(conf_dir / "config.yaml")
+    keys = [key for key in keys if not _set_by_primary_config(primary, key)]
+    if not keys:  # composing costs a tenth of a second of start-up: only for the keys left
         return
     for selection in _selections(choices):
         config = _compose(conf_dir, selection)
         for key in keys:
             _check_key(config, key, selection)
+
+
+def _set_by_primary_config(primary: Any, key: str) -> bool:
+    """Whether conf/config.yaml itself sets `key` (p, seed, tracking.uri, partitioner.refine_passes):
+    its own keys are in every composed config, whatever the group choices."""
+    parts = key.split(".")
+    if parts[0] in ("defaults", "hydra"):  # Hydra's own sections, not keys of the job's config
+        return False
+    node = primary
+    for depth, part in enumerate(parts):
+        if not hasattr(node, "keys") or part not in node.keys():
+            return False
+        if depth < len(parts) - 1:
+            node = node[part]
+    return True
 
 
 def _values(override) -> list[str]:

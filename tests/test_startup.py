@@ -120,3 +120,25 @@ def test_use_tracking_uri_after_set_tracking_uri(tmp_path, mlflow_uri_state):
     uri = f"sqlite:///{tmp_path / 'job.db'}"
     use_tracking_uri(uri)
     assert mlflow.get_tracking_uri() == uri
+
+
+def test_keys_of_the_primary_config_are_checked_without_composing(monkeypatch):
+    """p=, seed=, tracking.uri=, partitioner.<shared key>= are in conf/config.yaml itself: no
+    Hydra composition before Hydra's own (a tenth of a second of every such run's start)."""
+    from gnnbench import cli
+    from gnnbench.__main__ import CONF_DIR
+    from gnnbench.errors import ConfigError
+
+    def no_compose(*_args):
+        raise AssertionError("composed")
+
+    monkeypatch.setattr(cli, "_compose", no_compose)
+    cli.check_overrides(
+        ["dataset=cora", "p=4", "seed=1", "tracking.uri=sqlite:///x.db", "partitioner.hops=2"],
+        CONF_DIR,
+    )
+    monkeypatch.undo()
+    with pytest.raises(ConfigError, match="p is a value"):  # not a key: the composed check says
+        cli.check_overrides(["p.x=1"], CONF_DIR)
+    with pytest.raises(ConfigError, match="did you mean train.epochs"):
+        cli.check_overrides(["p=4", "train.epochz=3"], CONF_DIR)
