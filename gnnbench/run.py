@@ -12,31 +12,16 @@ from typing import Any
 
 from gnnbench.atomic import remove_stale_temporaries
 from gnnbench.data.datasets import prepare_dataset
-from gnnbench.errors import ConfigError
 from gnnbench.partition.base import vertex_balance_bound
 from gnnbench.partition.spec import PartitionSpec
 from gnnbench.partition.stage import run_partition_stage
 from gnnbench.paths import gnnbench_home
+from gnnbench.spec import JobSpec
 from gnnbench.track.mlflow_run import mlflow_run
 from gnnbench.train.coordinator import coordinator_for
 from gnnbench.train.spec import TrainSpec
 
 log = logging.getLogger(__name__)
-
-
-def _check_axes(config: Mapping[str, Any]) -> None:
-    for key in ("p", "sync_interval", "num_gpus", "seed"):
-        value = config.get(key)
-        if key == "p" and value == "auto":
-            continue
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ConfigError(
-                f"{key}: expected a whole number{' or auto' if key == 'p' else ''}, got {value!r}"
-            )
-    if config["sync_interval"] < 1:
-        raise ConfigError(f"sync_interval: expected >= 1 epoch, got {config['sync_interval']}")
-    if config["num_gpus"] < 1:
-        raise ConfigError(f"num_gpus: expected >= 1 worker, got {config['num_gpus']}")
 
 
 def _num_parts(config: Mapping[str, Any], store, tracker) -> int:
@@ -61,12 +46,12 @@ def run(
     config: Mapping[str, Any], resolved_yaml: str, tags: Mapping[str, str] | None = None
 ) -> dict[str, Any]:
     """Run every stage of one job and return its headline metrics."""
-    _check_axes(config)
-    spec = _train_spec(config)  # impossible training configs fail before any data is prepared
+    job = JobSpec.from_config(config)  # every key checked once, before any stage runs
+    spec = _train_spec(job)  # impossible training configs fail before any data is prepared
     coordinator = coordinator_for(spec)  # who prepares, logs and trains
     with coordinator.records(lambda: mlflow_run(config, resolved_yaml, tags)) as tracker:
         started = time.perf_counter()
-        prepared = coordinator.share(lambda: _data_and_partition(config, tracker, spec))
+        prepared = coordinator.share(lambda: _data_and_partition(config, tracker, spec, job=job))
         trained = coordinator.together(lambda: _train(spec, prepared, tracker))
         return {
             **prepared.summary,
@@ -86,15 +71,14 @@ class Prepared:
     summary: dict[str, Any]  # the headline partition metrics
 
 
-def _train_spec(config: Mapping[str, Any]) -> TrainSpec | None:
+def _train_spec(job: JobSpec) -> TrainSpec | None:
     """The job's TrainSpec, checked against p; None for train=none (partition only)."""
-    if config["train"].get("mode", "none") == "none":
+    if job.train is None:
         return None
     from gnnbench.train.runner import check_training_config
 
-    spec = TrainSpec.from_job_config(config)
-    check_training_config(spec=spec, p=None if config["p"] == "auto" else config["p"])
-    return spec
+    check_training_config(spec=job.train, p=None if job.p == "auto" else job.p)
+    return job.train
 
 
 def _train(spec: TrainSpec | None, prepared: Prepared, tracker) -> dict[str, Any]:
@@ -116,11 +100,13 @@ def _train(spec: TrainSpec | None, prepared: Prepared, tracker) -> dict[str, Any
     }
 
 
-def _data_and_partition(config: Mapping[str, Any], tracker, spec: TrainSpec | None) -> Prepared:
+def _data_and_partition(
+    config: Mapping[str, Any], tracker, spec: TrainSpec | None, *, job: JobSpec
+) -> Prepared:
     """Stages 1 and 2: the GraphStore and the PartitionBook (none for train=centralized, which
     trains the whole graph in one process and so has nothing to partition)."""
     remove_stale_temporaries(gnnbench_home())  # what killed imports and partitions left
-    store = prepare_dataset(config["dataset"])
+    store = prepare_dataset(job.data)
     tracker.log_dataset(store.meta)
     log.info(
         "data: %s, %d nodes, %d edges (%s)",
@@ -133,7 +119,7 @@ def _data_and_partition(config: Mapping[str, Any], tracker, spec: TrainSpec | No
         log.info("partition: skipped (train=centralized trains the whole graph)")
         return Prepared(store.path, None, {})
     p = _num_parts(config, store, tracker)
-    partitioner = PartitionSpec.from_config(config["partitioner"])
+    partitioner = job.partition
     book, cached = run_partition_stage(
         store, partitioner=partitioner, p=p, seed=config["seed"], node_data=spec is not None
     )

@@ -60,12 +60,14 @@ def check_keys(
     required: Iterable[str] = (),
 ) -> None:
     """Raise a one-line ConfigError for the first key of `given` outside `valid`, or the first
-    key of `required` missing from `given`; both name the valid keys."""
+    key of `required` missing from `given`; both name the key (under `section`, "" for the top
+    level) and the valid keys."""
     given, valid = list(given), sorted(set(valid))
     listing = ", ".join(valid) if valid else "(none)"
+    prefix = f"{section}." if section else ""  # "" for the top level
     for key in given:
         if key not in valid:
-            raise ConfigError(f"{section}.{key}: unknown key for {owner}; valid keys: {listing}")
+            raise ConfigError(f"{prefix}{key}: unknown key for {owner}; valid keys: {listing}")
     for key in required:
         if key not in given:
-            raise ConfigError(f"{section}.{key}: missing for {owner}; valid keys: {listing}")
+            raise ConfigError(f"{prefix}{key}: missing for {owner}; valid keys: {listing}")

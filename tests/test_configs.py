@@ -10,6 +10,7 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 from gnnbench.__main__ import CONF_DIR
+from gnnbench.spec import JobSpec
 
 GROUPS = ("dataset", "partitioner", "model", "train")
 CHOICES = [
@@ -23,12 +24,22 @@ def composed(*overrides: str, sweep: bool = False):
         return compose("config", overrides=list(overrides), return_hydra_config=sweep)
 
 
+def job_spec(config) -> JobSpec:
+    """The JobSpec `run` parses from this composed config (every key known, none missing)."""
+    return JobSpec.from_config(OmegaConf.to_container(config, resolve=True))
+
+
 @pytest.mark.parametrize(("group", "choice"), CHOICES, ids=[f"{g}={c}" for g, c in CHOICES])
 def test_every_group_choice_composes(group, choice):
     config = composed(f"{group}={choice}")
     assert config[group] is not None
     if group in ("dataset", "partitioner", "model"):
         assert "name" in config[group]
+    spec = job_spec(config)
+    if group == "partitioner":
+        assert spec.partition.name == choice
+    if group == "dataset":
+        assert spec.data.to_config() == OmegaConf.to_container(config.dataset, resolve=True)
 
 
 @pytest.mark.parametrize("experiment", EXPERIMENTS)
@@ -40,10 +51,10 @@ def test_every_experiment_composes_with_each_swept_value(experiment):
     assert params, f"{experiment}: sweeps nothing (expected a hydra.sweeper.params block)"
     first = [f"{key}={_split(str(value))[0]}" for key, value in params.items()]
     job = composed(f"experiment={experiment}", *first)
-    OmegaConf.to_container(job, resolve=True, throw_on_missing=False)
+    job_spec(job)
     for key, values in params.items():
         for value in _split(str(values)):
-            composed(f"experiment={experiment}", f"{key}={value}")
+            job_spec(composed(f"experiment={experiment}", f"{key}={value}"))
 
 
 def _split(values: str) -> list[str]:

@@ -1,16 +1,21 @@
-"""The typed partition spec: keys checked against the partitioner's signature, defaults in YAML."""
+"""The typed specs: partition keys checked against the partitioner's signature, dataset keys
+against the source's, the job's top level; defaults in YAML only."""
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 
 import pytest
 
+from gnnbench.data.datasets import store_path
+from gnnbench.data.spec import DataSpec
 from gnnbench.errors import ConfigError
 from gnnbench.partition.base import PARTITIONERS, vertex_balance_bound
 from gnnbench.partition.book import book_path
 from gnnbench.partition.spec import SHARED_KEYS, PartitionSpec, default_config, own_keys
 from gnnbench.partition.stage import _sent_spec
+from gnnbench.spec import JobSpec
 
 # Book digests of every partitioner's default config before PartitionSpec (commit 2c55586):
 # the meaning is unchanged, so the cached books must stay where they are.
@@ -107,3 +112,89 @@ def test_vertex_balance_bound_reads_the_spec():
     assert bound == pytest.approx(1.2 + 4 / 400) and source == "spring's own"
     bound, source = vertex_balance_bound(PartitionSpec.defaults("hash"), 4, 400)
     assert bound == 1.5 and source == "partitioner.max_vertex_balance"
+
+
+# --- DataSpec and JobSpec ----------------------------------------------------------------------
+
+
+def job_config(*overrides: str) -> dict:
+    """The composed, resolved job config of `python -m gnnbench <overrides>`."""
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    from gnnbench.__main__ import CONF_DIR
+
+    with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
+        return OmegaConf.to_container(compose("config", overrides=list(overrides)), resolve=True)
+
+
+def test_a_dataset_typo_names_the_sources_keys():
+    with pytest.raises(ConfigError) as caught:
+        DataSpec.from_config({"name": "g", "source": "edgelist", "path": "g.csv", "delimter": ","})
+    message = str(caught.value)
+    assert message.startswith("dataset.delimter: unknown key for source edgelist; valid keys: ")
+    assert "delimiter" in message and "import_memory_gb" in message and "\n" not in message
+
+
+def test_a_dataset_spec_keeps_the_config_and_its_cache_key(gnnbench_home):
+    config = job_config("dataset=cora")["dataset"]
+    spec = DataSpec.from_config(config)
+    assert spec.to_config() == config
+    assert store_path(spec.to_config()) == store_path(config)
+
+
+def test_synthetic_defaults_live_in_its_yaml_only():
+    from gnnbench.data.sources.synthetic import SbmParams
+
+    assert all(item.default is dataclasses.MISSING for item in dataclasses.fields(SbmParams))
+    yaml = job_config("dataset=synthetic")["dataset"]
+    assert SbmParams.from_config({"num_nodes": 300}) == SbmParams.from_config(
+        {**yaml, "num_nodes": 300}
+    )
+
+
+def test_the_default_job_parses():
+    job = JobSpec.from_config(job_config())
+    assert (job.data.name, job.partition.name, job.p, job.num_gpus) == ("synthetic", "spring", 4, 2)
+    assert job.train is not None and job.train.model == job.model
+    assert JobSpec.from_config(job_config("train=none")).train is None
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"seeed": 1}, r"^seeed: unknown key for the job; valid keys: dataset, model, "),
+        ({"tracking": {"uri": "x", "experiment": "e", "urii": "y"}}, r"^tracking\.urii: unknown"),
+        ({"partitioner": {**default_config("hash"), "hopz": 2}}, r"^partitioner\.hopz: unknown"),
+        ({"p": 0}, r"^p: expected at least 1 partition, got 0$"),
+        ({"p": "many"}, r"^p: expected a whole number or auto, got 'many'$"),
+        ({"resume": "yes"}, r"^resume: expected true or false, got 'yes'$"),
+    ],
+)
+def test_a_bad_job_key_is_one_line(change, message):
+    with pytest.raises(ConfigError, match=message):
+        JobSpec.from_config({**job_config("train=none"), **change})
+
+
+def test_p_auto_passes_through():
+    assert JobSpec.from_config({**job_config("train=none"), "p": "auto"}).p == "auto"
+
+
+@pytest.mark.parametrize(
+    ("override", "expected"),
+    [
+        ("+partitioner.betta=1.1", "partitioner.betta: unknown key for spring; valid keys: beta,"),
+        ("+dataset.homophilly=0.5", "dataset.homophilly: unknown key for source synthetic;"),
+        ("+seeed=1", "seeed: unknown key for the job; valid keys: dataset, model, num_gpus,"),
+    ],
+)
+def test_an_unread_key_fails_the_job_before_any_stage(tmp_path, gnnbench_home, override, expected):
+    """`+key=value` adds a key the composed config lacks (the command-line check leaves Hydra's
+    `+` forms alone): JobSpec refuses it in one line, exit 2, before the data stage runs."""
+    from test_end_to_end import gnnbench
+
+    completed = gnnbench(tmp_path, override, "train=none")
+    assert completed.returncode == 2
+    lines = completed.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("gnnbench: error: ") and expected in lines[0]
+    assert not (gnnbench_home / "graphs").exists()  # nothing was imported

@@ -14,6 +14,7 @@ from typing import Any
 
 from gnnbench.data.builder import GraphStoreBuilder
 from gnnbench.data.import_measure import measured_import
+from gnnbench.data.spec import DataSpec
 from gnnbench.data.store import FORMAT_VERSION, GraphStore
 from gnnbench.errors import ConfigError, DataError
 from gnnbench.paths import gnnbench_home, raw_dir
@@ -85,11 +86,12 @@ def store_path(dataset: Mapping[str, Any]) -> Path:
     return gnnbench_home() / "graphs" / f"{dataset['name']}-{dataset_key(dataset)}"
 
 
-def prepare_dataset(dataset: Mapping[str, Any]) -> GraphStore:
-    """Open the prepared store for this dataset config, importing it first if needed."""
-    if "name" not in dataset or "source" not in dataset:
-        raise ConfigError("dataset: expected keys 'name' and 'source'")
-    source = SOURCES.get(str(dataset["source"]))
+def prepare_dataset(dataset: DataSpec | Mapping[str, Any]) -> GraphStore:
+    """Open the prepared store for this dataset (a spec, or a config checked into one),
+    importing it first if needed."""
+    spec = dataset if isinstance(dataset, DataSpec) else DataSpec.from_config(dataset)
+    dataset = spec.to_config()
+    source = SOURCES.get(spec.source)
     dest = store_path(dataset)
     if not (dest / "meta.json").is_file():
         # The split of a source without one is part of the dataset, not of the run's seed.

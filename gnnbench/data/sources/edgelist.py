@@ -50,6 +50,17 @@ def import_edgelist(builder: GraphStoreBuilder, dataset: Mapping[str, Any]) -> N
     builder.add_meta(raw_files=raw_files, ids_relabelled=num_nodes is None)
 
 
+# The keys this source reads (gnnbench/data/spec.py rejects any other).
+import_edgelist.config_keys = (
+    "path",
+    "delimiter",
+    "num_nodes",
+    "features_path",
+    "labels_path",
+    "labels_column",
+)
+
+
 def configured_num_nodes(dataset: Mapping[str, Any]) -> int | None:
     num_nodes = dataset.get("num_nodes")
     if num_nodes is None:

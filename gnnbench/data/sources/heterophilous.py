@@ -43,6 +43,10 @@ def import_heterophilous(builder: GraphStoreBuilder, dataset: Mapping[str, Any])
     builder.add_meta(raw_files=[str(path)], split_rule=f"published split {split_index}")
 
 
+# The keys this source reads (gnnbench/data/spec.py rejects any other).
+import_heterophilous.config_keys = ("path", "split")
+
+
 def split_ids(npz: NpzArrays, part: str, split_index: int, num_nodes: int) -> np.ndarray:
     """Node ids of one part (train / val / test) of published split `split_index`."""
     masks = npz.get(f"{part}_masks")

@@ -60,6 +60,10 @@ def import_mat(builder: GraphStoreBuilder, dataset: Mapping[str, Any]) -> None:
     builder.add_meta(raw_files=[str(path)], adjacency_key=adjacency_key)
 
 
+# The keys this source reads (gnnbench/data/spec.py rejects any other).
+import_mat.config_keys = ("path", "adjacency_key", "labels_key", "labels_column", "features_key")
+
+
 def load_mat(path: Path) -> dict[str, Any]:
     """The file's variables (MATLAB's `__header__` etc. dropped); unreadable → one DataError."""
     try:

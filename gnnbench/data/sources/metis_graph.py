@@ -61,6 +61,10 @@ def import_metis_graph(builder: GraphStoreBuilder, dataset: Mapping[str, Any]) -
     builder.add_meta(raw_files=[str(path)], metis_header_edges=reader.header.num_edges)
 
 
+# The keys this source reads (gnnbench/data/spec.py rejects any other).
+import_metis_graph.config_keys = ("path",)
+
+
 class MetisReader:
     """Streams a METIS file; `header` is known once the first chunk has been produced."""
 

@@ -46,6 +46,10 @@ def import_npz(builder: GraphStoreBuilder, dataset: Mapping[str, Any]) -> None:
     builder.add_meta(raw_files=[str(path)])
 
 
+# The keys this source reads (gnnbench/data/spec.py rejects any other).
+import_npz.config_keys = ("path",)
+
+
 def refuse_pickled(npz: NpzArrays) -> None:
     """A file of pickled scipy matrices (the original gnn-benchmark release) is not unpickled:
     the error gives the one command that converts it, for a user who trusts the file."""

@@ -57,6 +57,10 @@ def import_ogb(builder: GraphStoreBuilder, dataset: Mapping[str, Any]) -> None:
     )
 
 
+# The keys this source reads (gnnbench/data/spec.py rejects any other).
+import_ogb.config_keys = ("path", "ogb_name", "split_name")
+
+
 def dataset_dir(root: Path, ogb_name: Any) -> Path:
     """`<root>/<ogbn_name>`; a root that already holds raw/ is taken as the dataset directory."""
     if (root / "raw").is_dir():

@@ -97,6 +97,10 @@ def import_planetoid(builder: GraphStoreBuilder, dataset: Mapping[str, Any]) -> 
     builder.add_meta(raw_files=[f"{prefix}.*"], split_rule="planetoid standard (GCN / PyG)")
 
 
+# The keys this source reads (gnnbench/data/spec.py rejects any other).
+import_planetoid.config_keys = ("path", "planetoid_name")
+
+
 def read_test_index(path: Path) -> np.ndarray:
     """The test node ids, one per line, in file order (which the feature rows follow)."""
     ids = read_int_column(path, "one node id per line")

@@ -13,7 +13,8 @@ Deterministic given the config.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
+from functools import cache
 from typing import Any
 
 import numba
@@ -28,30 +29,32 @@ from gnnbench.progress import progress
 
 @dataclass(frozen=True)
 class SbmParams:
-    """The generator's config keys, with the defaults of conf/dataset/synthetic.yaml."""
+    """The generator's config keys; their defaults live in conf/dataset/synthetic.yaml only."""
 
-    num_nodes: int = 20_000
-    avg_degree: float = 10.0
-    num_classes: int = 8
-    feature_dim: int = 64
-    homophily: float = 0.8
-    degree_exponent: float = 2.5
-    feature_noise: float = 0.65
-    seed: int = 0
-    chunk_edges: int = 1 << 20
+    num_nodes: int
+    avg_degree: float
+    num_classes: int
+    feature_dim: int
+    homophily: float
+    degree_exponent: float
+    feature_noise: float
+    seed: int
+    chunk_edges: int
 
     @classmethod
     def from_config(cls, dataset: Mapping[str, Any]) -> SbmParams:
-        """The keys present in the dataset config, converted to the default's type and checked."""
+        """The generator's keys of the dataset config, converted to the field's type and checked;
+        a key left out or null takes conf/dataset/synthetic.yaml's value."""
+        defaults = yaml_defaults()
         values = {}
-        for key, default in asdict(cls()).items():
-            if dataset.get(key) is None:
-                continue
+        for item in fields(cls):
+            value = dataset.get(item.name)
+            value = defaults[item.name] if value is None else value
             try:
-                values[key] = type(default)(dataset[key])
+                values[item.name] = (int if item.type == "int" else float)(value)
             except (TypeError, ValueError):
                 raise ConfigError(
-                    f"dataset.{key}: expected a number, got {dataset[key]!r}"
+                    f"dataset.{item.name}: expected a number, got {value!r}"
                 ) from None
         params = cls(**values)
         params.validate()
@@ -150,6 +153,16 @@ class WeightedSampler:
         return self.order[self._draw(self.community_table, slots, rng)]
 
 
+@cache
+def yaml_defaults() -> dict[str, Any]:
+    """conf/dataset/synthetic.yaml: the generator's defaults (read once)."""
+    from omegaconf import OmegaConf
+
+    from gnnbench.paths import REPO_ROOT
+
+    return OmegaConf.to_container(OmegaConf.load(REPO_ROOT / "conf" / "dataset" / "synthetic.yaml"))
+
+
 @SOURCES.register("synthetic")
 def import_synthetic(builder: GraphStoreBuilder, dataset: Mapping[str, Any]) -> None:
     """Generate labels, edges (chunk by chunk) and features (row chunk by row chunk)."""
@@ -171,6 +184,10 @@ def import_synthetic(builder: GraphStoreBuilder, dataset: Mapping[str, Any]) -> 
         write_features(builder, feature_rng, labels, params)
     builder.set_labels(labels)
     builder.add_meta(generator="contextual DC-SBM", generator_params=asdict(params))
+
+
+# The keys this source reads (gnnbench/data/spec.py rejects any other).
+import_synthetic.config_keys = tuple(item.name for item in fields(SbmParams))
 
 
 def node_weights(rng: np.random.Generator, params: SbmParams) -> np.ndarray:

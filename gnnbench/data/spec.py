@@ -1,0 +1,52 @@
+"""DataSpec: the `dataset` config, its keys checked once against what its source reads.
+
+A source states its own keys as the `config_keys` attribute of its registered function; the keys
+every source shares are read by `prepare_dataset` and the GraphStoreBuilder. The spec keeps the
+keys exactly as configured, so the dataset's cache key (datasets.dataset_key) is unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from gnnbench.errors import ConfigError
+from gnnbench.spec_keys import ReadOnlyMap, check_keys, plain
+
+# Keys of every dataset config, whatever its source (read by prepare_dataset and the builder).
+SHARED_KEYS = ("nonfinite", "import_memory_gb", "split_seed", "normalize_features")
+
+
+def source_keys(source: str) -> tuple[str, ...]:
+    """The keys source `source` reads (its function's `config_keys`); an unknown source fails in
+    one line naming the registered ones."""
+    from gnnbench.data.datasets import SOURCES
+
+    return tuple(getattr(SOURCES.get(source), "config_keys", ()))
+
+
+@dataclass(frozen=True)
+class DataSpec:
+    """One job's dataset: its name, its source, and every other key as configured."""
+
+    name: str
+    source: str
+    params: Mapping[str, Any] = field(default_factory=ReadOnlyMap)
+
+    @classmethod
+    def from_config(cls, dataset: Mapping[str, Any]) -> DataSpec:
+        """The composed `dataset` config checked: a name, a registered source, and no key that
+        neither the source nor the import reads (one-line ConfigError naming the valid keys)."""
+        config = plain(dataset)
+        if not isinstance(config, Mapping) or "name" not in config or "source" not in config:
+            raise ConfigError("dataset: expected keys 'name' and 'source'")
+        source = str(config["source"])
+        valid = ("name", "source", *SHARED_KEYS, *source_keys(source))
+        check_keys("dataset", config, valid, f"source {source}")
+        params = {key: value for key, value in config.items() if key not in ("name", "source")}
+        return cls(name=str(config["name"]), source=source, params=ReadOnlyMap(params))
+
+    def to_config(self) -> dict[str, Any]:
+        """The flat config, as composed: what the source reads and the cache key hashes."""
+        return {"name": self.name, "source": self.source, **dict(self.params)}

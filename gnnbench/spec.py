@@ -1,0 +1,101 @@
+"""JobSpec: one job's composed config, parsed once into frozen parts before any stage runs.
+
+Every key is known: an unknown top-level, dataset, partitioner or tracking key is a one-line
+ConfigError naming it and the valid keys. The defaults live in conf/ only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from gnnbench.data.spec import DataSpec
+from gnnbench.errors import ConfigError
+from gnnbench.partition.spec import PartitionSpec
+from gnnbench.spec_keys import ReadOnlyMap, check_keys, plain
+from gnnbench.train.spec import ModelSpec, TrainSpec
+
+# The top-level keys of conf/config.yaml (the five sweep axes, the groups, resume and tracking).
+TOP_LEVEL_KEYS = (
+    "dataset", "partitioner", "model", "train",
+    "p", "sync_interval", "num_gpus", "seed", "resume", "tracking",
+)  # fmt: skip
+TRACKING_KEYS = ("uri", "experiment")
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """dataset x partitioner x p x sync_interval x num_gpus, plus model, train, seed, resume and
+    tracking. `train` is None for train=none (the job partitions only)."""
+
+    data: DataSpec
+    partition: PartitionSpec
+    train: TrainSpec | None
+    model: ModelSpec
+    p: int | str  # a number of partitions, or "auto" (chosen from the memory budget)
+    sync_interval: int
+    num_gpus: int
+    seed: int
+    resume: bool
+    tracking: Mapping[str, Any]
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> JobSpec:
+        """The composed job config (Hydra's, resolved) checked key by key."""
+        config = plain(config)
+        check_keys("", config, TOP_LEVEL_KEYS, "the job", required=TOP_LEVEL_KEYS)
+        tracking = _section(config, "tracking")
+        check_keys("tracking", tracking, TRACKING_KEYS, "tracking", required=TRACKING_KEYS)
+        return cls(
+            data=DataSpec.from_config(_section(config, "dataset")),
+            partition=PartitionSpec.from_config(_section(config, "partitioner")),
+            train=_train(config),
+            model=ModelSpec.from_config(_section(config, "model")),
+            p=_num_parts(config["p"]),
+            sync_interval=_whole(config, "sync_interval", 1, "epoch"),
+            num_gpus=_whole(config, "num_gpus", 1, "worker"),
+            seed=_whole(config, "seed", None),
+            resume=_flag(config, "resume"),
+            tracking=ReadOnlyMap(tracking),
+        )
+
+
+def _train(config: Mapping[str, Any]) -> TrainSpec | None:
+    """The TrainSpec (train and model groups with the axes training reads); None for train=none."""
+    if _section(config, "train").get("mode") == "none":
+        return None
+    return TrainSpec.from_job_config(config)
+
+
+def _section(config: Mapping[str, Any], key: str) -> dict[str, Any]:
+    value = config[key]
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{key}: expected a config group, got {value!r}")
+    return dict(value)
+
+
+def _num_parts(value: Any) -> int | str:
+    if value == "auto":
+        return value
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(f"p: expected a whole number or auto, got {value!r}")
+    if value < 1:
+        raise ConfigError(f"p: expected at least 1 partition, got {value}")
+    return value
+
+
+def _whole(config: Mapping[str, Any], key: str, least: int | None, unit: str = "") -> int:
+    value = config[key]
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(f"{key}: expected a whole number, got {value!r}")
+    if least is not None and value < least:
+        raise ConfigError(f"{key}: expected >= {least} {unit}, got {value}")
+    return value
+
+
+def _flag(config: Mapping[str, Any], key: str) -> bool:
+    value = config[key]
+    if not isinstance(value, bool):
+        raise ConfigError(f"{key}: expected true or false, got {value!r}")
+    return value
