@@ -88,7 +88,8 @@ def test_the_expected_failure_of_the_lowest_rank_is_every_rank_s():
 
 
 def _rank_main(rank: int, port: int, scratch: str) -> None:
-    """One torchrun-like rank: rank 1 fails inside `together`, rank 0 fails inside `share`."""
+    """One torchrun-like rank: rank 1 fails inside `together`, rank 0 inside `share`, then rank 0
+    cannot open its records while rank 1 waits for its word."""
     os.environ.update(RANK=str(rank), WORLD_SIZE="2", MASTER_ADDR="127.0.0.1")
     os.environ.update(MASTER_PORT=str(port), LOCAL_RANK=str(rank))
     spec = spec_from_conf({"mode": "grad_avg", "backend": "gloo", "device": "cpu"}, SAGE)
@@ -100,9 +101,17 @@ def _rank_main(rank: int, port: int, scratch: str) -> None:
             raise DataError(message)
         return "fine"
 
+    def records_then_share():
+        def unopenable():
+            raise DataError("mlflow.db: unreadable")
+
+        with coordinator.records(unopenable):
+            return coordinator.share(lambda: "paths")
+
     for name, step in (
         ("together", lambda: coordinator.together(lambda: fail_on(1, "part-1: unreadable"))),
         ("share", lambda: coordinator.share(lambda: fail_on(0, "store: no features"))),
+        ("records", records_then_share),
     ):
         try:
             seen[name] = {"value": step()}
@@ -126,3 +135,5 @@ def test_a_failure_on_one_rank_reaches_the_others_as_the_same_one_line_error(tmp
     assert (
         rank0["share"] == rank1["share"] == {"type": "DataError", "message": "store: no features"}
     )
+    unopenable = {"type": "DataError", "message": "mlflow.db: unreadable"}
+    assert rank0["records"] == rank1["records"] == unopenable  # rank 1 waited in share

@@ -9,7 +9,7 @@ and makes each raise the same error when any rank fails. Errors cross processes 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager as ContextManager
 from typing import Any, TypeVar
 
@@ -58,7 +58,22 @@ class Torchrun(SingleProcess):
         self.leads = rank == 0
 
     def records(self, open_records: Callable[[], ContextManager[Any]]) -> ContextManager[Any]:
-        return open_records() if self.leads else contextlib.nullcontext(Silent())
+        return (
+            self._leader_records(open_records) if self.leads else contextlib.nullcontext(Silent())
+        )
+
+    @contextlib.contextmanager
+    def _leader_records(self, open_records: Callable[[], ContextManager[Any]]) -> Iterator[Any]:
+        """Rank 0's records; when they cannot be opened, the ranks waiting in `share` hear why."""
+        from gnnbench.train.launch import broadcast_from_rank0
+
+        with contextlib.ExitStack() as stack:
+            try:
+                tracker = stack.enter_context(open_records())
+            except BaseException as exc:
+                broadcast_from_rank0(("error", error_record(exc)))
+                raise
+            yield tracker
 
     def share(self, produce: Callable[[], T]) -> T:
         from gnnbench.train.launch import broadcast_from_rank0
