@@ -20,6 +20,7 @@ from gnnbench.cli import check_overrides, help_text, quiet_libraries, take_verbo
 from gnnbench.errors import ConfigError, GnnbenchError, Interrupted
 from gnnbench.lifecycle import handle_interrupts
 from gnnbench.paths import REPO_ROOT
+from gnnbench.startup import pause_collector, resume_collector
 
 log = logging.getLogger("gnnbench")
 CONF_DIR = REPO_ROOT / "conf"
@@ -67,7 +68,22 @@ def _already_finished(config: dict, key: str) -> str | None:
     return SweepTracker(tracking["uri"], tracking["experiment"]).finished_run(key)
 
 
+def _load_job_modules(cfg) -> None:
+    """Import what the job runs on while the garbage collector is still paused (gnnbench.startup);
+    MLflow only where this process logs the run (not a torchrun rank > 0)."""
+    try:
+        import gnnbench.run  # noqa: F401
+        from gnnbench.torchrun import torchrun_rank
+        from gnnbench.track.store import import_tracking
+
+        if not torchrun_rank():
+            import_tracking(str(cfg.tracking.uri))
+    finally:
+        resume_collector()
+
+
 def _job(cfg) -> dict | None:
+    _load_job_modules(cfg)
     from omegaconf import OmegaConf
 
     from gnnbench.run import run
@@ -162,6 +178,7 @@ def main() -> None:
     if {"-h", "--help"} & set(sys.argv[1:]):  # gnnbench's own page; Hydra's is --hydra-help
         print(help_text(CONF_DIR))
         sys.exit(0)
+    pause_collector()  # until the job's modules are loaded (_load_job_modules)
     sys.argv[1:], verbose = take_verbose(sys.argv[1:])
     if not verbose:
         quiet_libraries()

@@ -142,3 +142,32 @@ def test_keys_of_the_primary_config_are_checked_without_composing(monkeypatch):
         cli.check_overrides(["p.x=1"], CONF_DIR)
     with pytest.raises(ConfigError, match="did you mean train.epochs"):
         cli.check_overrides(["p=4", "train.epochz=3"], CONF_DIR)
+
+
+def test_the_job_runs_with_the_collector_on(monkeypatch, tmp_path):
+    """Start-up pauses the garbage collector; it is on again before any stage runs, even when
+    loading the job's modules fails."""
+    import gc
+
+    from omegaconf import OmegaConf
+
+    from gnnbench import __main__ as entry
+    from gnnbench.track import store
+
+    cfg = OmegaConf.create({"tracking": {"uri": f"sqlite:///{tmp_path / 'mlflow.db'}"}})
+    try:
+        entry.pause_collector()
+        entry._load_job_modules(cfg)
+        assert gc.isenabled()
+
+        def broken(_uri):
+            raise ImportError("no mlflow")
+
+        monkeypatch.setattr(store, "import_tracking", broken)
+        entry.pause_collector()
+        with pytest.raises(ImportError):
+            entry._load_job_modules(cfg)
+        assert gc.isenabled()
+    finally:
+        gc.unfreeze()  # the test session's objects back to the collector
+        gc.enable()
