@@ -21,6 +21,11 @@ def pause_collector() -> None:
 
 
 def resume_collector() -> None:
-    """Collect as usual again; what start-up loaded is moved out of the collector's way."""
+    """Collect as usual again; what start-up loaded is moved out of the collector's way.
+
+    A no-op when the collector is on (a sweep's later jobs): freezing then would also keep the
+    earlier jobs' uncollected garbage for good."""
+    if gc.isenabled():
+        return
     gc.freeze()
     gc.enable()

@@ -171,3 +171,16 @@ def test_the_job_runs_with_the_collector_on(monkeypatch, tmp_path):
     finally:
         gc.unfreeze()  # the test session's objects back to the collector
         gc.enable()
+
+
+def test_a_later_job_of_a_sweep_freezes_nothing():
+    """With the collector on (a sweep's second job), resuming freezes nothing: the first job's
+    garbage stays collectable."""
+    import gc
+
+    from gnnbench.startup import resume_collector
+
+    gc.enable()
+    frozen = gc.get_freeze_count()
+    resume_collector()
+    assert gc.isenabled() and gc.get_freeze_count() == frozen
