@@ -17,8 +17,8 @@ import numpy as np
 from omegaconf import OmegaConf
 
 from gnnbench.data.datasets import prepare_dataset
-from gnnbench.partition.algorithms.spring import spring
 from gnnbench.partition.gnn_ready import build_partitions
+from gnnbench.partition.spec import PartitionSpec
 from gnnbench.paths import REPO_ROOT
 
 GRAPHS = (
@@ -45,7 +45,7 @@ def better(figures: dict) -> str:
 
 
 def measure(store, p: int, cap: str) -> dict:
-    result = spring(store, p, 0, {"volume_cap": cap, "beta": 1.05})
+    result = PartitionSpec.defaults("spring", volume_cap=cap, beta=1.05).run(store, p, 0)
     with tempfile.TemporaryDirectory() as scratch:
         metrics = build_partitions(store, result.owner, p, Path(scratch))
     return {**metrics, **result.stats}

@@ -147,16 +147,15 @@ def test_cora_model_avg_matches_centralized(tmp_path, gnnbench_home):
 @requires_dataset("npz/amazon_cs.npz")
 def test_spring_beats_hash_on_amazon_cs(gnnbench_home, tmp_path):
     from gnnbench.data.datasets import prepare_dataset
-    from gnnbench.partition.algorithms.hash import hash_partition
-    from gnnbench.partition.algorithms.spring import spring
     from gnnbench.partition.gnn_ready import build_partitions
+    from gnnbench.partition.spec import PartitionSpec
 
     store = prepare_dataset({"name": "amazon_cs", "source": "npz", "path": "npz/amazon_cs.npz"})
     factors = {}
-    for name, partition in (("spring", spring), ("hash", hash_partition)):
+    for name in ("spring", "hash"):
         out = tmp_path / name
         out.mkdir()
-        owner = partition(store, 8, 0, {}).owner
+        owner = PartitionSpec.defaults(name).run(store, 8, 0).owner
         factors[name] = build_partitions(store, owner, 8, out)["replication_factor"]
     assert factors["spring"] < factors["hash"]
 
