@@ -58,13 +58,20 @@ def test_book_keys_unchanged(gnnbench_home):
     assert digests == BOOK_DIGESTS
 
 
-def test_shared_keys_live_once_in_the_shared_block():
+@pytest.mark.parametrize(
+    ("group", "keys"),
+    [("partitioner", SHARED_KEYS), ("dataset", ("nonfinite", "import_memory_gb"))],
+)
+def test_shared_keys_live_once_in_the_shared_block(group, keys):
+    """conf/config.yaml's block holds them; a group file repeating one would be overridden."""
     from gnnbench.paths import REPO_ROOT
 
-    for path in sorted((REPO_ROOT / "conf" / "partitioner").glob("*.yaml")):
+    for path in sorted((REPO_ROOT / "conf" / group).glob("*.yaml")):
         text = path.read_text()
-        for key in SHARED_KEYS:
+        for key in keys:
             assert f"\n{key}:" not in f"\n{text}", f"{path.name} repeats the shared key {key}"
+    shared = job_config()[group]
+    assert all(key in shared for key in keys)
 
 
 def test_a_typo_names_the_valid_keys():
