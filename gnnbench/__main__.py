@@ -15,12 +15,16 @@ import logging
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gnnbench.cli import check_overrides, help_text, quiet_libraries, take_verbose
 from gnnbench.errors import ConfigError, GnnbenchError, Interrupted
 from gnnbench.lifecycle import handle_interrupts
 from gnnbench.paths import REPO_ROOT
 from gnnbench.startup import pause_collector, resume_collector
+
+if TYPE_CHECKING:  # imported with the job's modules (_load_job_modules), not at start-up
+    from gnnbench.spec import JobSpec
 
 log = logging.getLogger("gnnbench")
 CONF_DIR = REPO_ROOT / "conf"
@@ -61,11 +65,10 @@ def _sweep_tags(config: dict) -> dict[str, str]:
     return tags
 
 
-def _already_finished(config: dict, key: str) -> str | None:
+def _already_finished(job: JobSpec, key: str) -> str | None:
     from gnnbench.track.sweep import SweepTracker
 
-    tracking = config["tracking"]
-    return SweepTracker(tracking["uri"], tracking["experiment"]).finished_run(key)
+    return SweepTracker(job.tracking.uri, job.tracking.experiment).finished_run(key)
 
 
 def _load_job_modules(cfg) -> None:
@@ -87,6 +90,7 @@ def _job(cfg) -> dict | None:
     from omegaconf import OmegaConf
 
     from gnnbench.run import run
+    from gnnbench.spec import JobSpec
     from gnnbench.track.mlflow_run import one_line
     from gnnbench.track.sweep import SETUP_ERROR_ENV
 
@@ -96,9 +100,10 @@ def _job(cfg) -> dict | None:
     multirun = _is_multirun()
     tags = _sweep_tags(config)
     try:
-        if _nothing_to_do(config, tags["run_key"], multirun):
+        job = JobSpec.from_config(config)  # every key checked once, before any stage runs
+        if _nothing_to_do(job, tags["run_key"], multirun):
             return None
-        return run(config, OmegaConf.to_yaml(cfg, resolve=True), tags)
+        return run(config, OmegaConf.to_yaml(cfg, resolve=True), tags, job=job)
     except GnnbenchError as exc:
         if not multirun:
             print(f"gnnbench: error: {exc}", file=sys.stderr)
@@ -116,7 +121,7 @@ def _job(cfg) -> dict | None:
     return None
 
 
-def _nothing_to_do(config: dict, key: str, multirun: bool) -> bool:
+def _nothing_to_do(job: JobSpec, key: str, multirun: bool) -> bool:
     """Whether this process skips the job: a torchrun rank > 0 when the job does not train on
     partitions (rank 0 runs it alone), or a job that already FINISHED (resume)."""
     from hydra.core.hydra_config import HydraConfig
@@ -126,39 +131,36 @@ def _nothing_to_do(config: dict, key: str, multirun: bool) -> bool:
     from gnnbench.train.coordinator import trains_on_partitions
 
     rank = torchrun_rank()
-    partitioned = rank is not None and trains_on_partitions(config["train"]["mode"])
+    mode = job.train.mode if job.train is not None else "none"
+    partitioned = rank is not None and trains_on_partitions(mode)
     if rank and not partitioned:
-        log.info(
-            "torchrun rank %d: train.mode=%s runs on rank 0 alone", rank, config["train"]["mode"]
-        )
+        log.info("torchrun rank %d: train.mode=%s runs on rank 0 alone", rank, mode)
         return True
     if not multirun:
         return False
     number = HydraConfig.get().job.num + 1
     overrides = " ".join(HydraConfig.get().overrides.task)
     log.info("job %d of %s: %s", number, os.environ.get(TOTAL_ENV, "?"), overrides)
-    finished = _finished_run(config, key, rank if partitioned else None)
+    finished = _finished_run(job, key, rank if partitioned else None)
     if finished:
         log.info("skipped: already FINISHED as run %s (resume=false runs it again)", finished)
         if not rank:  # rank 0 keeps the sweep's records
             from gnnbench.track.sweep import record_skipped
 
-            record_skipped(config, key, finished)
+            record_skipped(job.tracking, key, finished)
     return finished is not None
 
 
-def _finished_run(config: dict, key: str, rank: int | None) -> str | None:
+def _finished_run(job: JobSpec, key: str, rank: int | None) -> str | None:
     """With resume, the FINISHED run this job repeats. For torchrun ranks training on partitions
     (rank not None) rank 0's store decides for all: every rank must run the same jobs, and a rank
     on another machine sees another store."""
-    resume = config.get("resume", True)
     if rank is None:
-        return (resume and _already_finished(config, key)) or None
+        return (job.resume and _already_finished(job, key)) or None
     from gnnbench.train.coordinator import coordinator_for
-    from gnnbench.train.spec import TrainSpec
 
-    coordinator = coordinator_for(TrainSpec.from_job_config(config))  # joins the process group
-    return coordinator.share(lambda: (resume and _already_finished(config, key)) or None)
+    coordinator = coordinator_for(job.train)  # joins the process group
+    return coordinator.share(lambda: (job.resume and _already_finished(job, key)) or None)
 
 
 def main() -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -13,28 +12,23 @@ from typing import Any
 from gnnbench.atomic import remove_stale_temporaries
 from gnnbench.data.datasets import prepare_dataset
 from gnnbench.partition.base import vertex_balance_bound
+from gnnbench.partition.num_parts import auto_choice
 from gnnbench.partition.spec import PartitionSpec
 from gnnbench.partition.stage import run_partition_stage
 from gnnbench.paths import gnnbench_home
 from gnnbench.spec import JobSpec
 from gnnbench.track.mlflow_run import mlflow_run
-from gnnbench.train.coordinator import coordinator_for
+from gnnbench.train.coordinator import coordinator_for, trains_on_partitions
 from gnnbench.train.spec import TrainSpec
 
 log = logging.getLogger(__name__)
 
 
-def _num_parts(config: Mapping[str, Any], store, tracker) -> int:
-    """config.p, or with p=auto SDT-GNN's choice from the memory budget (logged as num_parts)."""
-    if config["p"] != "auto":
-        return config["p"]
-    from gnnbench.partition.num_parts import auto_num_parts
-
-    data_bytes = store.num_edges * 2 * store.id_dtype.itemsize + store.num_nodes * (
-        store.feature_layout().row_bytes if store.has_features else 0
-    )
-    workers = int(os.environ.get("WORLD_SIZE", config["num_gpus"]))  # torchrun's ranks if any
-    choice = auto_num_parts(data_bytes, workers, config["train"])
+def _num_parts(job: JobSpec, store, tracker) -> int:
+    """job.p, or with p=auto SDT-GNN's choice from the memory budget (logged as num_parts)."""
+    if job.p != "auto":
+        return job.p
+    choice = auto_choice(store, num_gpus=job.num_gpus, budget=job.memory_budget)
     tracker.log_auto_p(choice)
     log.info("p=auto: %d partitions (%.0f MB of graph and features, %.0f MB per worker from %s)",
              choice["p"], choice["auto_p_data_mb"], choice["auto_p_worker_mem_mb"],
@@ -43,15 +37,19 @@ def _num_parts(config: Mapping[str, Any], store, tracker) -> int:
 
 
 def run(
-    config: Mapping[str, Any], resolved_yaml: str, tags: Mapping[str, str] | None = None
+    config: Mapping[str, Any],
+    resolved_yaml: str,
+    tags: Mapping[str, str] | None = None,
+    *,
+    job: JobSpec,
 ) -> dict[str, Any]:
-    """Run every stage of one job and return its headline metrics."""
-    job = JobSpec.from_config(config)  # every key checked once, before any stage runs
+    """Run every stage of one job and return its headline metrics. `job` is `config` parsed
+    (JobSpec.from_config, once per job); `config` and `resolved_yaml` are what the run logs."""
     spec = _train_spec(job)  # impossible training configs fail before any data is prepared
     coordinator = coordinator_for(spec)  # who prepares, logs and trains
-    with coordinator.records(lambda: mlflow_run(config, resolved_yaml, tags)) as tracker:
+    with coordinator.records(lambda: mlflow_run(config, resolved_yaml, tags, job=job)) as tracker:
         started = time.perf_counter()
-        prepared = coordinator.share(lambda: _data_and_partition(config, tracker, spec, job=job))
+        prepared = coordinator.share(lambda: _data_and_partition(job, tracker))
         trained = coordinator.together(lambda: _train(spec, prepared, tracker))
         return {
             **prepared.summary,
@@ -100,9 +98,7 @@ def _train(spec: TrainSpec | None, prepared: Prepared, tracker) -> dict[str, Any
     }
 
 
-def _data_and_partition(
-    config: Mapping[str, Any], tracker, spec: TrainSpec | None, *, job: JobSpec
-) -> Prepared:
+def _data_and_partition(job: JobSpec, tracker) -> Prepared:
     """Stages 1 and 2: the GraphStore and the PartitionBook (none for train=centralized, which
     trains the whole graph in one process and so has nothing to partition)."""
     remove_stale_temporaries(gnnbench_home())  # what killed imports and partitions left
@@ -115,20 +111,20 @@ def _data_and_partition(
         store.num_edges,
         store.path,
     )
-    if config["train"].get("mode") == "centralized":
-        log.info("partition: skipped (train=centralized trains the whole graph)")
+    if job.train is not None and not trains_on_partitions(job.train.mode):
+        log.info("partition: skipped (train=%s trains the whole graph)", job.train.mode)
         return Prepared(store.path, None, {})
-    p = _num_parts(config, store, tracker)
+    p = _num_parts(job, store, tracker)
     partitioner = job.partition
     book, cached = run_partition_stage(
-        store, partitioner=partitioner, p=p, seed=config["seed"], node_data=spec is not None
+        store, partitioner=partitioner, p=p, seed=job.seed, node_data=job.train is not None
     )
     metrics = {**book.metrics, **_balance_bound(partitioner, p, store.num_nodes)}
     tracker.log_partition(book.path, metrics, book.meta.get("stats", {}), cached)
     _flag_balance_violation(tracker, metrics)
     log.info(
         "partition: %s p=%d RF=%.3f edge cut=%.3f peak=%.1f MB%s",
-        config["partitioner"]["name"], p, book.metrics["replication_factor"],
+        partitioner.name, p, book.metrics["replication_factor"],
         book.metrics["edge_cut"], book.metrics["partition_peak_mb"], " (cached)" if cached else "",
     )  # fmt: skip
     headline = ("replication_factor", "edge_cut", "vertex_balance")

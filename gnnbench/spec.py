@@ -1,7 +1,8 @@
 """JobSpec: one job's composed config, parsed once into frozen parts before any stage runs.
 
 Every key is known: an unknown top-level, dataset, partitioner or tracking key is a one-line
-ConfigError naming it and the valid keys. The defaults live in conf/ only.
+ConfigError naming it and the valid keys. The defaults live in conf/ only. `python -m gnnbench`
+parses it once per job (gnnbench/__main__.py) and hands it, keyword-only, to `gnnbench.run.run`.
 """
 
 from __future__ import annotations
@@ -12,8 +13,10 @@ from typing import Any
 
 from gnnbench.data.spec import DataSpec
 from gnnbench.errors import ConfigError
+from gnnbench.partition.num_parts import MemoryBudget
 from gnnbench.partition.spec import PartitionSpec
-from gnnbench.spec_keys import ReadOnlyMap, check_keys, plain
+from gnnbench.spec_keys import check_keys, plain
+from gnnbench.track.spec import TrackingSpec
 from gnnbench.train.spec import ModelSpec, TrainSpec
 
 # The top-level keys of conf/config.yaml (the five sweep axes, the groups, resume and tracking).
@@ -21,7 +24,6 @@ TOP_LEVEL_KEYS = (
     "dataset", "partitioner", "model", "train",
     "p", "sync_interval", "num_gpus", "seed", "resume", "tracking",
 )  # fmt: skip
-TRACKING_KEYS = ("uri", "experiment")
 
 
 @dataclass(frozen=True)
@@ -34,30 +36,30 @@ class JobSpec:
     train: TrainSpec | None
     model: ModelSpec
     p: int | str  # a number of partitions, or "auto" (chosen from the memory budget)
+    memory_budget: MemoryBudget | None  # p=auto's (train.worker_mem_gb, ...); None for a fixed p
     sync_interval: int
     num_gpus: int
     seed: int
     resume: bool
-    tracking: Mapping[str, Any]
+    tracking: TrackingSpec
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> JobSpec:
         """The composed job config (Hydra's, resolved) checked key by key."""
         config = plain(config)
         check_keys("", config, TOP_LEVEL_KEYS, "the job", required=TOP_LEVEL_KEYS)
-        tracking = _section(config, "tracking")
-        check_keys("tracking", tracking, TRACKING_KEYS, "tracking", required=TRACKING_KEYS)
         return cls(
             data=DataSpec.from_config(_section(config, "dataset")),
             partition=PartitionSpec.from_config(_section(config, "partitioner")),
             train=_train(config),
             model=ModelSpec.from_config(_section(config, "model")),
             p=_num_parts(config["p"]),
+            memory_budget=_memory_budget(config),
             sync_interval=_whole(config, "sync_interval", 1, "epoch"),
             num_gpus=_whole(config, "num_gpus", 1, "worker"),
             seed=_whole(config, "seed", None),
             resume=_flag(config, "resume"),
-            tracking=ReadOnlyMap(tracking),
+            tracking=TrackingSpec.from_config(_section(config, "tracking")),
         )
 
 
@@ -66,6 +68,13 @@ def _train(config: Mapping[str, Any]) -> TrainSpec | None:
     if _section(config, "train").get("mode") == "none":
         return None
     return TrainSpec.from_job_config(config)
+
+
+def _memory_budget(config: Mapping[str, Any]) -> MemoryBudget | None:
+    """p=auto's memory budget from the train group (train=none's too: it has no TrainSpec)."""
+    if config["p"] != "auto":
+        return None
+    return MemoryBudget.from_config(_section(config, "train"))
 
 
 def _section(config: Mapping[str, Any], key: str) -> dict[str, Any]:

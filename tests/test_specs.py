@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 
+import numpy as np
 import pytest
 
 from gnnbench.data.datasets import store_path
@@ -205,3 +206,131 @@ def test_an_unread_key_fails_the_job_before_any_stage(tmp_path, gnnbench_home, o
     lines = completed.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("gnnbench: error: ") and expected in lines[0]
     assert not (gnnbench_home / "graphs").exists()  # nothing was imported
+
+
+# --- TrackingSpec, p=auto's MemoryBudget, one parse per job ----------------------------------
+
+
+def test_tracking_is_a_frozen_spec():
+    from gnnbench.track.spec import TrackingSpec
+
+    tracking = JobSpec.from_config(job_config("train=none", "tracking.experiment=e")).tracking
+    assert tracking == TrackingSpec(uri="sqlite:///mlflow.db", experiment="e")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        tracking.uri = "sqlite:///other.db"  # type: ignore[misc]
+    with pytest.raises(ConfigError, match=r"^tracking\.experiment: missing for tracking; valid"):
+        TrackingSpec.from_config({"uri": "sqlite:///a.db"})
+
+
+def test_run_name_is_unchanged():
+    from gnnbench.track.mlflow_run import run_name
+
+    assert run_name(JobSpec.from_config(job_config("dataset=cora"))) == "cora-spring-p4"
+    auto = JobSpec.from_config({**job_config("dataset=cora", "partitioner=hash"), "p": "auto"})
+    assert run_name(auto) == "cora-hash-pauto"
+
+
+def test_p_auto_budget_is_parsed_with_the_job():
+    """train=none has no TrainSpec, yet its `+train.worker_mem_gb` is p=auto's budget; a fixed p
+    has none; a bad budget fails before any stage, in one line."""
+    from gnnbench.partition.num_parts import MemoryBudget
+
+    none = {**job_config("train=none", "+train.worker_mem_gb=0.01"), "p": "auto"}
+    assert JobSpec.from_config(none).memory_budget == MemoryBudget("auto", 0.01, 2 / 3)
+    model_avg = JobSpec.from_config({**job_config("train.device=cpu"), "p": "auto"})
+    assert model_avg.memory_budget == MemoryBudget("cpu", 4.0, 0.6667)
+    assert JobSpec.from_config(job_config()).memory_budget is None
+    bad = {**none, "train": {"mode": "none", "worker_mem_gb": "lots"}}
+    with pytest.raises(ConfigError, match=r"^train\.worker_mem_gb: expected a number > 0, got"):
+        JobSpec.from_config(bad)
+    bad["train"] = {"mode": "none", "compute_mem_fraction": 1.0}
+    with pytest.raises(ConfigError, match=r"^train\.compute_mem_fraction: expected a number in"):
+        JobSpec.from_config(bad)
+
+
+class FakeStore:
+    """What p=auto reads of a GraphStore: cora's sizes (int32 ids, 1433 float32 features)."""
+
+    num_nodes, num_edges, has_features = 2708, 5278, True
+    id_dtype = np.dtype(np.int32)
+
+    def feature_layout(self):
+        return type("Layout", (), {"row_bytes": 1433 * 4})()
+
+
+def test_auto_choice_counts_torchrun_ranks_as_workers(monkeypatch):
+    from gnnbench.partition.num_parts import MemoryBudget, auto_choice
+
+    budget = MemoryBudget(device="cpu", worker_mem_gb=1.0, compute_mem_fraction=0.5)
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    choice = auto_choice(FakeStore(), num_gpus=3, budget=budget)
+    assert choice["p"] == 3 and choice["auto_p_memory_source"] == "train.worker_mem_gb"
+    assert choice["auto_p_data_mb"] == (5278 * 2 * 4 + 2708 * 1433 * 4) / 2**20
+    monkeypatch.setenv("WORLD_SIZE", "5")
+    assert auto_choice(FakeStore(), num_gpus=3, budget=budget)["p"] == 5
+
+
+def test_run_takes_the_parsed_job_keyword_only():
+    from gnnbench.run import run
+
+    parameter = inspect.signature(run).parameters["job"]
+    assert parameter.kind is inspect.Parameter.KEYWORD_ONLY
+    assert parameter.default is inspect.Parameter.empty
+
+
+def test_a_job_is_parsed_once(monkeypatch):
+    """`python -m gnnbench`'s job: one JobSpec (one TrainSpec) handed to run."""
+    import gnnbench.__main__ as main
+    import gnnbench.run
+    from gnnbench.train.spec import TrainSpec
+
+    parses: list[type] = []
+    for cls in (JobSpec, TrainSpec):
+        monkeypatch.setattr(cls, "from_config", counted(cls.from_config.__func__, parses))
+    handed = {}
+    monkeypatch.setattr(gnnbench.run, "run", lambda *args, job: handed.setdefault("job", job))
+    assert main._job(compose_cfg("dataset=cora", "train=grad_avg")) is handed["job"]
+    assert parses == [JobSpec, TrainSpec] and handed["job"].train.mode == "grad_avg"
+
+
+def counted(parse, parses: list[type]) -> classmethod:
+    """`parse` (a from_config classmethod's function) noting each class it parses for."""
+
+    def parse_and_note(cls, *args, **kwargs):
+        parses.append(cls)
+        return parse(cls, *args, **kwargs)
+
+    return classmethod(parse_and_note)
+
+
+def test_a_torchrun_rank_asks_rank0_with_the_parsed_job(monkeypatch):
+    """Under torchrun the resume check joins the process group with the job's own TrainSpec
+    (no second parse of the config) and asks rank 0's store through the coordinator."""
+    import gnnbench.__main__ as main
+    import gnnbench.train.coordinator as coordinator
+    from gnnbench.train.spec import TrainSpec
+
+    job = JobSpec.from_config(job_config("train=grad_avg"))
+    joined = []
+
+    class Leader(coordinator.SingleProcess):
+        def __init__(self, spec):
+            joined.append(spec)
+
+    monkeypatch.setattr(coordinator, "coordinator_for", Leader)
+    monkeypatch.setattr(TrainSpec, "from_config", None)  # a second parse would fail here
+    monkeypatch.setattr(main, "_already_finished", lambda spec, key: f"run-of-{key}")
+    assert main._finished_run(job, "k1", rank=0) == "run-of-k1"
+    assert joined == [job.train]
+    no_resume = dataclasses.replace(job, resume=False)
+    assert main._finished_run(no_resume, "k1", rank=0) is None
+
+
+def compose_cfg(*overrides: str):
+    """The composed job config as Hydra hands it to the app (a DictConfig)."""
+    from hydra import compose, initialize_config_dir
+
+    from gnnbench.__main__ import CONF_DIR
+
+    with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
+        return compose("config", overrides=list(overrides))

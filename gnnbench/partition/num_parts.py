@@ -10,13 +10,46 @@ the workers train those partitions in turn.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from gnnbench.errors import ConfigError
 
-DEFAULT_WORKER_MEM_GB = 4.0
-DEFAULT_COMPUTE_FRACTION = 2 / 3
+# The partitioned modes' YAML (conf/train/{model_avg,grad_avg}.yaml) sets the budget; train=none
+# has none (adding it would change a partition-only run's logged params and p=auto run_key), so a
+# train group without the keys (train=none, a plugin mode) gets these.
+UNSET_WORKER_MEM_GB = 4.0
+UNSET_COMPUTE_FRACTION = 2 / 3
+
+
+@dataclass(frozen=True)
+class MemoryBudget:
+    """One worker's memory for p=auto: the GPU's own on CUDA (train.device not cpu), else
+    train.worker_mem_gb; train.compute_mem_fraction of it is kept for computation."""
+
+    device: str
+    worker_mem_gb: float
+    compute_mem_fraction: float
+
+    @classmethod
+    def from_config(cls, train: Mapping[str, Any]) -> MemoryBudget:
+        """The train group's budget keys, checked (one line naming the key)."""
+        memory = train.get("worker_mem_gb", UNSET_WORKER_MEM_GB)
+        fraction = train.get("compute_mem_fraction", UNSET_COMPUTE_FRACTION)
+        if not _is_number(memory) or memory <= 0:
+            raise ConfigError(f"train.worker_mem_gb: expected a number > 0, got {memory!r}")
+        if not _is_number(fraction) or not 0 <= fraction < 1:
+            raise ConfigError(
+                f"train.compute_mem_fraction: expected a number in [0, 1), got {fraction!r}"
+            )
+        device = str(train.get("device", "auto"))  # train=none has no device key: auto
+        return cls(device=device, worker_mem_gb=float(memory), compute_mem_fraction=float(fraction))
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def choose_num_parts(
@@ -35,31 +68,36 @@ def choose_num_parts(
     return math.ceil(data_bytes / data_share)
 
 
-def memory_per_worker(train: Mapping[str, Any]) -> tuple[float, str]:
+def memory_per_worker(budget: MemoryBudget) -> tuple[float, str]:
     """(bytes, where from): the first CUDA device's memory, else train.worker_mem_gb."""
     import torch
 
-    if train.get("device", "auto") != "cpu" and torch.cuda.is_available():
+    if budget.device != "cpu" and torch.cuda.is_available():
         return float(torch.cuda.get_device_properties(0).total_memory), "cuda"
-    value = train.get("worker_mem_gb", DEFAULT_WORKER_MEM_GB)
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ConfigError(f"train.worker_mem_gb: expected a number > 0, got {value!r}")
-    return float(value) * 2**30, "train.worker_mem_gb"
+    return budget.worker_mem_gb * 2**30, "train.worker_mem_gb"
 
 
-def auto_num_parts(data_bytes: int, num_gpus: int, train: Mapping[str, Any]) -> dict[str, Any]:
+def graph_bytes(store) -> int:
+    """S: what the workers must hold in all, the edge list plus the feature matrix."""
+    row_bytes = store.feature_layout().row_bytes if store.has_features else 0
+    return store.num_edges * 2 * store.id_dtype.itemsize + store.num_nodes * row_bytes
+
+
+def auto_num_parts(data_bytes: int, num_gpus: int, budget: MemoryBudget) -> dict[str, Any]:
     """The chosen p and the figures it came from (logged with the run)."""
-    memory, source = memory_per_worker(train)
-    fraction = train.get("compute_mem_fraction", DEFAULT_COMPUTE_FRACTION)
-    if isinstance(fraction, bool) or not isinstance(fraction, int | float):
-        raise ConfigError(
-            f"train.compute_mem_fraction: expected a number in [0, 1), got {fraction!r}"
-        )
-    p = choose_num_parts(data_bytes, num_gpus, memory, float(fraction))
+    memory, source = memory_per_worker(budget)
+    fraction = budget.compute_mem_fraction
     return {
-        "p": p,
+        "p": choose_num_parts(data_bytes, num_gpus, memory, fraction),
         "auto_p_data_mb": data_bytes / 2**20,
         "auto_p_worker_mem_mb": memory / 2**20,
         "auto_p_memory_source": source,
-        "auto_p_compute_fraction": float(fraction),
+        "auto_p_compute_fraction": fraction,
     }
+
+
+def auto_choice(store, *, num_gpus: int, budget: MemoryBudget) -> dict[str, Any]:
+    """p=auto for `store`'s graph and features, on torchrun's ranks when it launched this job
+    (they are the workers), else on num_gpus workers."""
+    workers = int(os.environ.get("WORLD_SIZE", num_gpus))
+    return auto_num_parts(graph_bytes(store), workers, budget)

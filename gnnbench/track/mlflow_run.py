@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from gnnbench.spec import JobSpec
     from gnnbench.train.result import TrainResult
 
 log = logging.getLogger(__name__)
@@ -163,30 +164,34 @@ class RunLogger:
         retrying(self.mlflow.log_text, text, name)
 
 
-def run_name(config: Mapping[str, Any]) -> str:
-    return f"{config['dataset']['name']}-{config['partitioner']['name']}-p{config['p']}"
+def run_name(job: JobSpec) -> str:
+    """`<dataset>-<partitioner>-p<p>`, e.g. cora-spring-p4 or cora-hash-pauto."""
+    return f"{job.data.name}-{job.partition.name}-p{job.p}"
 
 
 @contextmanager
 def mlflow_run(
-    config: Mapping[str, Any], resolved_yaml: str, tags: Mapping[str, str] | None = None
+    config: Mapping[str, Any],
+    resolved_yaml: str,
+    tags: Mapping[str, str] | None = None,
+    *,
+    job: JobSpec,
 ) -> Iterator[RunLogger]:
-    """Open a run in the configured store; end it FINISHED, or FAILED with the error as tags.
+    """Open a run in the job's store; end it FINISHED, or FAILED with the error as tags.
 
-    `tags` carries the sweep's bookkeeping (sweep_id, run_key, mlflow.parentRunId).
+    `config` (the composed job config) is logged as the run's params, `tags` carries the sweep's
+    bookkeeping (sweep_id, run_key, mlflow.parentRunId).
     """
     import mlflow
 
     from gnnbench.track.store import open_experiment, process_tags, use_tracking_uri
 
-    tracking = config.get("tracking", {})
-    uri = tracking.get("uri", "sqlite:///mlflow.db")
-    _, experiment_id = open_experiment(uri, tracking.get("experiment", "gnnbench"))
-    use_tracking_uri(uri)
+    _, experiment_id = open_experiment(job.tracking.uri, job.tracking.experiment)
+    use_tracking_uri(job.tracking.uri)
     active = retrying(
         mlflow.start_run,
         experiment_id=experiment_id,
-        run_name=run_name(config),
+        run_name=run_name(job),
         tags={**(tags or {}), **process_tags()},
     )
     status = "FAILED"

@@ -23,6 +23,7 @@ from hydra.experimental.callback import Callback
 
 from gnnbench.torchrun import torchrun_rank
 from gnnbench.track.mlflow_run import one_line, retrying
+from gnnbench.track.spec import TrackingSpec
 
 log = logging.getLogger(__name__)
 
@@ -43,13 +44,12 @@ def _digest(payload: Any) -> str:
     ).hexdigest()
 
 
-def record_skipped(config: Mapping[str, Any], key: str, finished_run_id: str) -> None:
+def record_skipped(tracking: TrackingSpec, key: str, finished_run_id: str) -> None:
     """Tag the sweep's parent with a job resume skipped, so the sweep still counts and reports it
     (the tag, not this process's memory: parallel jobs run in other processes)."""
     parent = os.environ.get(PARENT_ENV)
     if parent:
-        tracking = config["tracking"]
-        tracker = SweepTracker(tracking["uri"], tracking["experiment"])
+        tracker = SweepTracker(tracking.uri, tracking.experiment)
         retrying(tracker.client.set_tag, parent, SKIPPED_TAG + key, finished_run_id)
 
 
@@ -65,8 +65,8 @@ def run_key(config: Mapping[str, Any]) -> str:
 
 def ignored_axes(config: Mapping[str, Any]) -> tuple[str, ...]:
     """Top-level keys that cannot change what this job computes, given its train mode."""
-    mode = config.get("train", {}).get("mode", "none")
-    auto_p = config.get("p") == "auto"  # p=auto reads num_gpus (and the train group's budget)
+    mode = config["train"]["mode"]
+    auto_p = config["p"] == "auto"  # p=auto reads num_gpus (and the train group's budget)
     if mode == "centralized":  # one process on the whole graph: no partitions, no averaging
         return ("partitioner", "p", "num_gpus", "sync_interval")
     if mode == "grad_avg":  # gradients every step: there is no averaging interval
@@ -229,9 +229,9 @@ class SweepCallback(Callback):
         if torchrun_rank():  # rank 0 keeps the sweep's records; this rank only trains
             os.environ[TOTAL_ENV] = str(count_jobs(overrides, params))
             return
-        experiment = config.tracking.experiment
-        sweep_id = sweep_id_of(overrides, params, experiment)
-        self.tracker = SweepTracker(config.tracking.uri, experiment)
+        tracking = TrackingSpec.from_config(config.tracking)
+        sweep_id = sweep_id_of(overrides, params, tracking.experiment)
+        self.tracker = SweepTracker(tracking.uri, tracking.experiment)
         parent = self.tracker.open_parent(sweep_id, overrides)
         total = count_jobs(overrides, params)
         os.environ.update({PARENT_ENV: parent, SWEEP_ENV: sweep_id, TOTAL_ENV: str(total)})
@@ -241,7 +241,7 @@ class SweepCallback(Callback):
         # one place for a sweep's report, where `gnnbench report` writes it too: reports/<sweep id>
         # in the working directory (beside the default store, sqlite:///mlflow.db)
         report_dir = Path("reports").resolve() / sweep_id
-        self.report_args = (config.tracking.uri, experiment, sweep_id, report_dir)
+        self.report_args = (tracking.uri, tracking.experiment, sweep_id, report_dir)
 
     def on_multirun_end(self, config, **kwargs) -> None:
         self.close()
