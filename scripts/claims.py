@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import argparse
 import io
+import itertools
 import math
 import numbers
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pandas as pd
@@ -29,6 +30,7 @@ from gnnbench.atomic import atomic_write_bytes
 from gnnbench.errors import GnnbenchError
 from gnnbench.paths import REPO_ROOT
 from gnnbench.track.report.query import ROLE_TAG, experiment_runs, newest_per_job
+from gnnbench.track.sweep import ignored_axes
 
 DOC = REPO_ROOT / "docs" / "claims.md"
 CPU = "CPU, 2 cores; training: 2 gloo worker processes"
@@ -36,6 +38,8 @@ NUMERIC_PARAMS = (
     "p", "seed", "sync_interval", "partitioner.hops", "partitioner.chunk_fraction",
     "train.batches_per_epoch", "train.sampler_workers", "train.epochs",
 )  # fmt: skip
+GROUP_COLUMNS = {"dataset": "dataset.name", "partitioner": "partitioner.name",
+                 "model": "model.name", "train": "train.mode"}  # fmt: skip
 RF_BASELINES = ("hdrf", "dbh", "greedy", "twops")
 F1_TOLERANCE = 0.02  # "reaches centralized accuracy": within 0.02 micro-F1
 EDGE_CUT_TOLERANCE = 0.01  # Armada: within about 1% of edges
@@ -52,6 +56,17 @@ class Verdict:
 
 
 @dataclass(frozen=True)
+class Study:
+    """A follow-up experiment under a claim (its own MLflow experiment and configs): a table and
+    the statement its figures support, shown in the claim's section."""
+
+    experiment: str
+    configs: tuple[str, ...]
+    lines: Callable[[pd.DataFrame], list[str]]
+    summary: Callable[[pd.DataFrame], str | None]  # one line for the claim's row; None: no runs
+
+
+@dataclass(frozen=True)
 class Claim:
     """One paper claim: where it comes from, the configs that test it, how it is judged."""
 
@@ -65,10 +80,16 @@ class Claim:
     detail: Callable[[pd.DataFrame], list[str]]
     plot: Callable[[pd.DataFrame], object | None] | None = None  # a matplotlib Figure or None
     untested: str = ""  # the part of the claim gnnbench cannot test, and why
+    study: Study | None = None
 
     @property
     def experiment(self) -> str:
         return f"claim_{self.number}"
+
+    @property
+    def all_configs(self) -> tuple[str, ...]:
+        """The claim's configs and its study's: what --run runs."""
+        return self.configs + (self.study.configs if self.study else ())
 
 
 # --- reading runs ---------------------------------------------------------------------------
@@ -86,6 +107,81 @@ def claim_frame(tracking_uri: str, experiment: str) -> pd.DataFrame:
         if column in frame:
             frame[column] = pd.to_numeric(frame[column], errors="coerce")
     return frame
+
+
+def _column(key: str) -> str:
+    """A sweep override key as the run parameter it sets: dataset -> dataset.name."""
+    return GROUP_COLUMNS.get(key, key)
+
+
+def _value(value) -> str:
+    """A parameter as text that compares equal between a config and a run: 4, 4.0, '4' -> '4';
+    absent (None, NaN: a key the chosen partitioner lacks) -> ''."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    try:
+        return format(float(value), "g")
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def _identity(row: dict[str, str]) -> tuple[tuple[str, str], ...]:
+    """A job's swept values without the axes its train mode ignores (centralized: p, ...), the
+    way resume (run_key) tells jobs apart."""
+    mode = row.get("train.mode")
+    config = {"train": {"mode": mode}, "p": row.get("p")}
+    ignored = set(ignored_axes(config)) if mode else set()
+    return tuple(
+        (column, "" if column.split(".")[0] in ignored else value)
+        for column, value in sorted(row.items())
+    )
+
+
+def _sweep_grid(cfg) -> dict[str, list[str]]:
+    """{override key: its swept values} of a composed experiment config."""
+    return {key: str(values).split(",") for key, values in cfg.hydra.sweeper.params.items()}
+
+
+def planned_jobs(configs: Sequence[str]) -> tuple[list[str], set]:
+    """(swept columns, the distinct jobs) the configs' sweeps plan. A column one config does not
+    sweep takes its composed value (per swept group choice it depends on: claim_7's METIS jobs
+    have no chunk_fraction), so jobs two configs share count once."""
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    with initialize_config_dir(config_dir=str(REPO_ROOT / "conf"), version_base=None):
+        base = {name: compose("config", [f"experiment={name}"], return_hydra_config=True)
+                for name in configs}  # fmt: skip
+        grids = {name: _sweep_grid(cfg) for name, cfg in base.items()}
+        # train.mode always: it decides which axes a job ignores (_identity)
+        columns = sorted({"train.mode", *(_column(k) for grid in grids.values() for k in grid)})
+        jobs = set()
+        for name, grid in grids.items():
+            missing = [c for c in columns if c not in map(_column, grid)]
+            groups = [k for k in grid if k in GROUP_COLUMNS and any(
+                c.startswith(k + ".") for c in missing)]  # fmt: skip
+            for choice in itertools.product(*(grid[k] for k in groups)):
+                chosen = dict(zip(groups, choice, strict=True))
+                cfg = compose("config", [f"experiment={name}", *(f"{k}={v}" for k, v in
+                              chosen.items())]) if chosen else base[name]  # fmt: skip
+                fixed = {c: _value(OmegaConf.select(cfg, c)) for c in missing}
+                rest = {k: v for k, v in grid.items() if k not in chosen}
+                for values in itertools.product(*rest.values()):
+                    swept = {**chosen, **dict(zip(rest, values, strict=True))}
+                    row = {_column(k): _value(v) for k, v in swept.items()}
+                    jobs.add(_identity({**fixed, **row}))
+    return columns, jobs
+
+
+def job_count_line(frame: pd.DataFrame, configs: Sequence[str]) -> str:
+    """How many of the jobs the configs plan have a FINISHED run in `frame`."""
+    columns, jobs = planned_jobs(configs)
+    done = set()
+    if _has(frame, *columns):
+        for row in frame[columns].astype(object).to_dict("records"):
+            done.add(_identity({column: _value(value) for column, value in row.items()}))
+    names = ", ".join(f"`{name}`" for name in configs)
+    return f"FINISHED: {len(done & jobs)} of the {len(jobs)} jobs {names} plan."
 
 
 def _has(frame: pd.DataFrame, *columns: str) -> bool:
@@ -353,6 +449,121 @@ def plot_model_avg(frame: pd.DataFrame):
     return line_figure(wide, "test micro-F1 (mean over seeds)", "claim 4: model_avg F1 vs interval")
 
 
+def local_step_means(frame: pd.DataFrame) -> pd.DataFrame:
+    """Test micro-F1 mean, std and n over seeds per (mode, p, epochs); centralized has no p."""
+    p = frame["p"].where(frame["train.mode"] != "centralized")
+    keyed = frame.assign(p=p.fillna(0), epochs=frame["train.epochs"])
+    grouped = keyed.groupby(["train.mode", "p", "epochs"])["test_f1_micro"]
+    return grouped.agg(["mean", "std", "size"]).sort_index()
+
+
+def _f1(means: pd.DataFrame, mode: str, p: int, epochs: int) -> float | None:
+    key = (mode, 0 if mode == "centralized" else p, epochs)
+    return float(means.loc[key, "mean"]) if key in means.index else None
+
+
+def local_step_findings(means: pd.DataFrame, epochs: int = 20) -> list[str]:
+    """What the figures support about model_avg's loss at `epochs` (p partitions each take
+    ~1/p of centralized's optimizer steps per epoch), each statement only where its runs exist."""
+    centralized = _f1(means, "centralized", 0, epochs)
+    if centralized is None:
+        return [f"No centralized run at {epochs} epochs yet: nothing to compare with."]
+    tol = F1_TOLERANCE / 2
+    found = []
+    averaged = sorted(p for mode, p, e in means.index if mode == "model_avg" and e == epochs)
+    for p in averaged:
+        gap = _f1(means, "model_avg", p, epochs) - centralized
+        found.append(f"model_avg p={p:g} at {epochs} epochs: {gap:+.3f} against centralized.")
+    one = _f1(means, "model_avg", 1, epochs)
+    if one is not None:
+        same = abs(one - centralized) <= tol
+        found.append(
+            f"p=1 (one partition: nothing averaged, one Adam state throughout) is "
+            f"{'within' if same else 'not within'} {tol} of centralized: the averaging loop "
+            f"itself {'costs nothing' if same else 'costs accuracy even without partitions'}."
+        )
+    many = [p for p in averaged if p > 1]
+    for p in many:
+        short = _f1(means, "centralized", 0, epochs / p)
+        if short is None:
+            continue
+        gap = _f1(means, "model_avg", p, epochs) - short
+        verb = "matches" if abs(gap) <= tol else "does not match"
+        found.append(
+            f"model_avg p={p:g} at {epochs} epochs {verb} centralized at {epochs / p:g} epochs "
+            f"(the same optimizer steps per partition; {gap:+.3f})."
+        )
+        longer = _f1(means, "model_avg", p, epochs * p)
+        if longer is not None:
+            gap = longer - centralized
+            verb = "matches" if abs(gap) <= tol else "does not match"
+            found.append(
+                f"model_avg p={p:g} at {epochs * p:g} epochs (as many steps per partition as "
+                f"centralized's in {epochs}) {verb} centralized at {epochs} ({gap:+.3f})."
+            )
+    return found + [local_step_verdict(means, epochs, tol)]
+
+
+def local_step_verdict(means: pd.DataFrame, epochs: int, tol: float) -> str:
+    """One sentence: is the loss explained by the partitions' fewer optimizer steps?"""
+    centralized = _f1(means, "centralized", 0, epochs)
+    one = _f1(means, "model_avg", 1, epochs)
+    checks = []  # each True where a step-count prediction held, False where it failed
+    if one is not None:
+        checks.append(abs(one - centralized) <= tol)
+    for mode, p, e in means.index:
+        if mode != "model_avg" or p <= 1 or e != epochs:
+            continue
+        short = _f1(means, "centralized", 0, epochs / p)
+        longer = _f1(means, "model_avg", p, epochs * p)
+        here = _f1(means, "model_avg", p, epochs)
+        if short is not None:
+            checks.append(abs(here - short) <= tol)
+        if longer is not None:
+            checks.append(abs(longer - centralized) <= tol)
+    if not checks:
+        return "**Cause:** not decided: the runs that would test it are missing."
+    held = sum(checks)
+    if held == len(checks) and len(checks) >= 2:
+        return (
+            f"**Cause:** local steps per round. Every step-count prediction held ({held}/"
+            f"{len(checks)}): with p partitions each takes ~1/p of centralized's optimizer steps "
+            f"per epoch, and the average of p models moves about as far as one, so model_avg at "
+            f"E epochs trains like centralized at ~E/p: under-trained at {epochs}, not less "
+            f"accurate in the end."
+        )
+    if held == 0:
+        return f"**Cause:** not the step count: none of its {len(checks)} predictions held."
+    return (
+        f"**Cause:** step count explains part of it: {held} of {len(checks)} predictions held "
+        f"(within {tol})."
+    )
+
+
+def local_step_summary(frame: pd.DataFrame) -> str | None:
+    """The follow-up's conclusion for claim 4's row (None until its runs compare anything)."""
+    if not _has(frame, "train.mode", "p", "train.epochs", "test_f1_micro"):
+        return None
+    means = local_step_means(frame)
+    if _f1(means, "centralized", 0, 20) is None:
+        return None
+    cause = local_step_verdict(means, 20, F1_TOLERANCE / 2).removeprefix("**Cause:** ")
+    return f"why model_avg lost at 20 epochs (claim_4c): {cause.split('. ')[0]}"
+
+
+def study_local_steps(frame: pd.DataFrame) -> list[str]:
+    """Claim 4's follow-up: why model_avg lost accuracy at 20 epochs on amazon_cs."""
+    if not _has(frame, "train.mode", "p", "train.epochs", "test_f1_micro"):
+        return ["Not run in this session."]
+    means = local_step_means(frame)
+    lines = ["| mode | p | epochs | test micro-F1 (mean ± std over seeds) |", "|---|---|---|---|"]
+    for (mode, p, epochs), row in means.iterrows():
+        shown = "—" if mode == "centralized" else f"{p:g}"
+        cell = _mean_std(row["mean"], row["std"], row["size"])
+        lines.append(f"| {mode} | {shown} | {epochs:g} | {cell} |")
+    return [*lines, "", *(f"- {line}" for line in local_step_findings(means))]
+
+
 # --- claim 5: hops -----------------------------------------------------------------------------
 
 
@@ -390,7 +601,7 @@ def judge_sync_speed(frame: pd.DataFrame) -> Verdict | None:
     fewer = (syncs["grad_avg"] / syncs["model_avg"]).dropna()
     ours = (
         f"model_avg epoch time {_span(speed, '.2f')}x grad_avg's; "
-        f"{_span(fewer, '.1f')}x fewer all-reduces per epoch"
+        f"{_span(fewer, '.1f')}x fewer all-reduces per epoch ({speed.size} graphs)"
     )
     if not (fewer > 1).all():
         return Verdict(ours, "refuted", "not fewer synchronisations")
@@ -671,6 +882,12 @@ CLAIMS = (
         "10-20 epochs costs none", "no accuracy lost",
         ("claim_4_model_avg_accuracy", "claim_4b_sync_interval"), CPU + "; 60 epochs",
         judge_model_avg, detail_model_avg, plot_model_avg,
+        study=Study(
+            "claim_4c",
+            ("claim_4c_centralized", "claim_4c_local_steps", "claim_4c_long"),
+            study_local_steps,
+            local_step_summary,
+        ),
     ),
     Claim(
         5, "CATGNN", "One-hop neighbourhoods suffice: none hurts, two hops gain little",
@@ -738,7 +955,7 @@ def table_lines(verdicts: Sequence[tuple[Claim, Verdict]]) -> list[str]:
         "|---|---|---|---|---|---|---|---|",
     ]
     for claim, verdict in verdicts:
-        configs = "<br>".join(f"`{config}`" for config in claim.configs)
+        configs = "<br>".join(f"`{config}`" for config in claim.all_configs)
         why = verdict.why + (f"; not testable here: {claim.untested}" if claim.untested else "")
         cells = [
             f"[{claim.number}](#claim-{claim.number})", f"{claim.text} ({claim.source})",
@@ -757,14 +974,24 @@ def section_lines(
     lines += ["", *(f"    python -m gnnbench -m experiment={c}" for c in claim.configs), ""]
     if claim.untested:
         lines += [f"Not testable here: {claim.untested}.", ""]
+    lines += [job_count_line(frame, claim.configs), ""]
     if frame.empty:
-        return [*lines, "Not run in this session.", ""]
-    if verdict.verdict == "open":  # some jobs finished, not those the verdict compares
-        return [*lines, f"{len(frame)} FINISHED runs, not yet the ones the verdict compares.", ""]
-    lines += [*claim.detail(frame), ""]
-    if plot_name:
-        lines += [f"![claim {claim.number}](claims/{plot_name})", ""]
+        lines += ["Not run in this session.", ""]
+    elif verdict.verdict == "open":  # some jobs finished, not those the verdict compares
+        lines += [f"{len(frame)} FINISHED runs, not yet the ones the verdict compares.", ""]
+    else:
+        lines += [*claim.detail(frame), ""]
+        if plot_name:
+            lines += [f"![claim {claim.number}](claims/{plot_name})", ""]
     return lines
+
+
+def study_section(claim: Claim, frame: pd.DataFrame) -> list[str]:
+    """The claim's follow-up experiment: its commands, job count, table and findings."""
+    study = claim.study
+    lines = [f"### {claim.number}, follow-up: MLflow experiment `{study.experiment}`", ""]
+    lines += [*(f"    python -m gnnbench -m experiment={c}" for c in study.configs), ""]
+    return [*lines, job_count_line(frame, study.configs), "", *study.lines(frame), ""]
 
 
 def save_figure(figure, path: Path) -> None:
@@ -788,8 +1015,13 @@ def write_claims(tracking_uri: str, doc: Path = DOC) -> list[tuple[Claim, Verdic
         plot_name = f"claim_{claim.number}.png" if figure is not None else None
         if figure is not None:
             save_figure(figure, doc.parent / "claims" / plot_name)
-        verdicts.append((claim, verdict))
         sections += section_lines(claim, frame, verdict, plot_name)
+        if claim.study:
+            study_frame = claim_frame(tracking_uri, claim.study.experiment)
+            sections += study_section(claim, study_frame)
+            summary = claim.study.summary(study_frame)
+            verdict = replace(verdict, why=f"{verdict.why}; {summary}") if summary else verdict
+        verdicts.append((claim, verdict))
     text = [
         "# Paper claims against gnnbench's measurements",
         "",
@@ -827,7 +1059,7 @@ def selected(only: str | None) -> list[Claim]:
 def run_claims(claims: Sequence[Claim], tracking_uri: str) -> None:
     """Each claim's sweeps, one after another; a sweep with failed jobs is reported, not fatal."""
     for claim in claims:
-        for config in claim.configs:
+        for config in claim.all_configs:
             command = [sys.executable, "-m", "gnnbench", "-m", f"experiment={config}"]
             command.append(f"tracking.uri={tracking_uri}")
             print("$", " ".join(command[1:]), flush=True)

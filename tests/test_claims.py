@@ -35,9 +35,17 @@ def _compose(overrides: list[str]):
         return compose("config", overrides=overrides, return_hydra_config=True)
 
 
+# The MLflow experiment each config logs to: its claim's, or its claim's follow-up study's.
+EXPERIMENTS = {
+    config: claim.study.experiment if claim.study and config in claim.study.configs
+    else claim.experiment
+    for claim in claims.CLAIMS
+    for config in claim.all_configs
+}  # fmt: skip
+
+
 def test_every_claim_has_its_configs_and_every_config_a_claim():
-    named = {config for claim in claims.CLAIMS for config in claim.configs}
-    assert named == set(CLAIM_CONFIGS)
+    assert set(EXPERIMENTS) == set(CLAIM_CONFIGS)
     assert [claim.number for claim in claims.CLAIMS] == list(range(1, 11))
 
 
@@ -45,9 +53,9 @@ def test_every_claim_has_its_configs_and_every_config_a_claim():
 def test_claim_config_composes_with_each_swept_value(config):
     """The experiment composes, logs to claim_<n>, and every value its grid sweeps composes too
     (a misspelled key or choice fails here, not hours into a sweep)."""
-    number = int(config.split("_")[1].rstrip("b"))
+    experiment = EXPERIMENTS[config]
     cfg = _compose([f"experiment={config}"])
-    assert cfg.tracking.experiment == f"claim_{number}"
+    assert cfg.tracking.experiment == experiment
     params = dict(cfg.hydra.sweeper.params)
     assert params, f"{config}: no hydra.sweeper.params grid"
     trains = "seed" in params
@@ -59,7 +67,7 @@ def test_claim_config_composes_with_each_swept_value(config):
             if value.startswith("["):  # a list value (fanouts) is not split on its commas
                 continue
             composed = _compose([f"experiment={config}", f"{key}={value}"])
-            assert composed.tracking.experiment == f"claim_{number}"
+            assert composed.tracking.experiment == experiment
 
 
 # --- verdict logic on made-up values ----------------------------------------------------------
@@ -218,7 +226,19 @@ def _store(root: Path) -> str:
     four = experiment("claim_4")  # the reference alone: nothing to compare it with yet
     job(four, "c0", {"dataset.name": "g", "train.mode": "centralized", "sync_interval": 1,
                      "seed": 0}, {"test_f1_micro": 0.8})  # fmt: skip
+    study = experiment("claim_4c")  # 15 of the 18 planned jobs: p=2 not run
+    for (mode, p, epochs, f1), seed in itertools.product(LOCAL_STEP_RUNS, (0, 1, 2)):
+        params = {"dataset.name": "amazon_cs", "train.mode": mode, "p": p, "train.epochs": epochs,
+                  "seed": seed, "sync_interval": 1}  # fmt: skip
+        job(study, f"{mode}{p}{epochs}{seed}", params, {"test_f1_micro": f1 + 0.002 * seed})
     return uri
+
+
+# (mode, p, epochs, test F1) of made-up claim_4c runs in which the step count explains it all
+LOCAL_STEP_RUNS = [
+    ("centralized", 4, 5, 0.80), ("centralized", 4, 20, 0.90), ("model_avg", 1, 20, 0.895),
+    ("model_avg", 4, 20, 0.795), ("model_avg", 4, 80, 0.905),
+]  # fmt: skip
 
 
 def test_table_from_a_fixture_store(tmp_path):
@@ -243,6 +263,46 @@ def test_table_from_a_fixture_store(tmp_path):
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert f"](claims/claim_{number}.png)" in text
     assert not (doc.parent / "claims" / "claim_4.png").exists()
+    assert "FINISHED: 0 of the 36 jobs" in text  # claim 4: the fixture's graph "g" is none planned
+    assert "FINISHED: 15 of the 18 jobs `claim_4c_centralized`" in text  # p=2 missing
+    assert "| model_avg | 4 | 80 | 0.907 ± 0.002 (n=3) |" in text
+    assert "| centralized | — | 5 | 0.802 ± 0.002 (n=3) |" in text
+    assert "**Cause:** local steps per round. Every step-count prediction held (3/3)" in text
+    assert "; why model_avg lost at 20 epochs (claim_4c): local steps per round |" in text
+
+
+def _local_step_means(runs: list[tuple]) -> pd.DataFrame:
+    rows = [{"train.mode": mode, "p": p, "train.epochs": epochs, "seed": seed,
+             "test_f1_micro": f1} for (mode, p, epochs, f1), seed in
+            itertools.product(runs, (0, 1, 2))]  # fmt: skip
+    return claims.local_step_means(pd.DataFrame(rows))
+
+
+def test_local_step_findings_follow_the_figures():
+    findings = claims.local_step_findings(_local_step_means(LOCAL_STEP_RUNS))
+    assert (
+        "p=1 (one partition: nothing averaged, one Adam state throughout) is within"
+        in (findings[2])
+    )
+    assert any("p=4 at 20 epochs matches centralized at 5 epochs" in f for f in findings)
+    assert any("p=4 at 80 epochs" in f and "matches centralized at 20 (+0.005)" in f
+               for f in findings)  # fmt: skip
+    # p=1 short of centralized and p=4 at 80 epochs still behind: not the step count
+    runs = [
+        ("centralized", 4, 5, 0.80),
+        ("centralized", 4, 20, 0.90),
+        ("model_avg", 1, 20, 0.85),
+        ("model_avg", 4, 20, 0.70),
+        ("model_avg", 4, 80, 0.80),
+    ]
+    findings = claims.local_step_findings(_local_step_means(runs))  # fmt: skip
+    assert "not within 0.01" in findings[2]
+    assert findings[-1] == "**Cause:** not the step count: none of its 3 predictions held."
+    partly = claims.local_step_findings(_local_step_means(LOCAL_STEP_RUNS[:2] + runs[2:3]
+                                                           + LOCAL_STEP_RUNS[3:]))  # fmt: skip
+    assert partly[-1].startswith("**Cause:** step count explains part of it: 2 of 3")
+    only = claims.local_step_findings(_local_step_means(LOCAL_STEP_RUNS[:1]))
+    assert only == ["No centralized run at 20 epochs yet: nothing to compare with."]
 
 
 def test_only_names_known_claims():
