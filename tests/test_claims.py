@@ -303,6 +303,14 @@ def test_local_step_findings_follow_the_figures():
     assert partly[-1].startswith("**Cause:** step count explains part of it: 2 of 3")
     only = claims.local_step_findings(_local_step_means(LOCAL_STEP_RUNS[:1]))
     assert only == ["No centralized run at 20 epochs yet: nothing to compare with."]
+    first = claims.local_step_findings(_local_step_means(LOCAL_STEP_RUNS[1:3]))  # p=1 alone
+    assert first[-1] == (
+        "**Cause:** consistent with local steps per round so far (1 prediction tested)."
+    )
+    full = claims.local_step_findings(_local_step_means(LOCAL_STEP_RUNS))
+    assert full[-1].endswith("under-trained at 20; given those steps it catches up.")
+    short = claims.local_step_findings(_local_step_means(LOCAL_STEP_RUNS[:4]))  # no p=4 at 80
+    assert short[-1].endswith("under-trained at 20.") and "(2/2)" in short[-1]
 
 
 def test_only_names_known_claims():
