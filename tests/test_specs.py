@@ -15,7 +15,6 @@ from gnnbench.errors import ConfigError
 from gnnbench.partition.base import PARTITIONERS, vertex_balance_bound
 from gnnbench.partition.book import book_path
 from gnnbench.partition.spec import SHARED_KEYS, PartitionSpec, default_config, own_keys
-from gnnbench.partition.stage import _sent_spec
 from gnnbench.spec import JobSpec
 
 # Book digests of every partitioner's default config before PartitionSpec (commit 2c55586):
@@ -105,14 +104,6 @@ def test_shared_chunk_edges_reaches_the_partitioners_that_stream_by_it():
     assert PartitionSpec.defaults("spring", chunk_edges=97).kwargs()["chunk_edges"] == 97
     assert "chunk_edges" not in PartitionSpec.defaults("ldg").kwargs()
     assert "hops" not in PartitionSpec.defaults("spring").kwargs()
-
-
-def test_the_partition_process_completes_an_older_parents_config():
-    """A parent started before the specs sends its YAML without the shared keys."""
-    sent = {"name": "spring", "volume_cap": "sdt", "beta": 1.05, "stream_iters": 1}
-    assert _sent_spec(sent) == PartitionSpec.defaults("spring")
-    with pytest.raises(ConfigError, match="partitioner.betta: unknown key for spring"):
-        _sent_spec({**sent, "betta": 1})
 
 
 def test_vertex_balance_bound_reads_the_spec():

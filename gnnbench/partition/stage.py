@@ -18,7 +18,6 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -44,7 +43,7 @@ from gnnbench.partition.memory_limit import (
     uncapped,
 )
 from gnnbench.partition.refine import prepare_refine, refine_result
-from gnnbench.partition.spec import PartitionSpec, default_config
+from gnnbench.partition.spec import PartitionSpec
 
 
 def run_partition_stage(
@@ -263,12 +262,6 @@ def _seal(book_dir: Path, meta: dict) -> None:
     (book_dir / "meta.json").write_text(json.dumps(meta, indent=2))
 
 
-def _sent_spec(sent: dict[str, Any]) -> PartitionSpec:
-    """The parent's PartitionSpec. A parent of older code (a long run started before the specs)
-    sends its partitioner YAML without the shared keys: the YAML of today completes it."""
-    return PartitionSpec.from_config({**default_config(str(sent.get("name"))), **sent})
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--store", required=True)
@@ -286,7 +279,7 @@ def main(argv: list[str] | None = None) -> int:
         check_num_parts(args.p, store.num_nodes, store.name)
         partition_into(
             store,
-            partitioner=_sent_spec(json.loads(args.partitioner)),
+            partitioner=PartitionSpec.from_config(json.loads(args.partitioner)),
             p=args.p,
             seed=args.seed,
             dest=Path(args.dest),
