@@ -166,7 +166,8 @@ def test_billion_experiment_composes_to_a_structure_only_billion_edge_graph():
     assert params.num_raw_edges == 1_000_000_000 and params.feature_dim == 0
     assert cfg.p == 16 and cfg.train.mode == "none"
     partitioners = cfg.hydra.sweeper.params.partitioner.split(",")
-    assert partitioners == ["spring", "hash", "ldg", "fennel", "dbh", "hdrf"]
+    assert partitioners == ["spring", "hash", "ldg", "fennel", "dbh", "hdrf", "metis"]
+    assert cfg.partitioner.memory_limit_gb == 16  # METIS must end out of memory, in one line
 
 
 # --- OGB's binary layout, read member by member in blocks ----------------------------------------
