@@ -199,7 +199,7 @@ def test_gat_hidden_must_divide_into_heads():
     from gnnbench.train.models import build_model
 
     with pytest.raises(ConfigError, match="multiple of model.heads=4"):
-        build_model(8, 3, {"name": "gat", "layers": 2, "hidden": 30, "heads": 4})
+        build_model(8, 3, {"name": "gat", "layers": 2, "hidden": 30, "heads": 4, "dropout": 0.5})
 
 
 # --- whole runs ----------------------------------------------------------------------------------

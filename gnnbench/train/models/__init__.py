@@ -22,7 +22,7 @@ MODELS: Registry[ModelBuilder] = Registry("model", "gnnbench.train.models", "mod
 
 def layer_dims(in_dim: int, out_dim: int, config: Mapping[str, Any]) -> list[int]:
     """[in, hidden, ..., hidden, out] for config.layers layers of width config.hidden."""
-    layers, hidden = config.get("layers", 2), config.get("hidden", 256)
+    layers, hidden = config["layers"], config["hidden"]  # defaults: conf/model/*.yaml
     for key, value in (("layers", layers), ("hidden", hidden)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ConfigError(f"model.{key}: expected a whole number >= 1, got {value!r}")
@@ -30,7 +30,7 @@ def layer_dims(in_dim: int, out_dim: int, config: Mapping[str, Any]) -> list[int
 
 
 def dropout_rate(config: Mapping[str, Any]) -> float:
-    rate = config.get("dropout", 0.5)
+    rate = config["dropout"]
     if isinstance(rate, bool) or not isinstance(rate, int | float) or not 0 <= rate < 1:
         raise ConfigError(f"model.dropout: expected a number in [0, 1), got {rate!r}")
     return float(rate)
@@ -48,7 +48,7 @@ def relu_dropout(h: torch.Tensor, rate: float, training: bool) -> torch.Tensor:
 
 def build_model(in_dim: int, out_dim: int, config: Mapping[str, Any]) -> nn.Module:
     """The registered model named by config.name."""
-    return MODELS.get(str(config.get("name")))(in_dim, out_dim, config)
+    return MODELS.get(str(config["name"]))(in_dim, out_dim, config)
 
 
 class BlockStack(nn.Module):

@@ -19,7 +19,7 @@ from gnnbench.train.models import MODELS, BlockStack, dropout_rate, layer_dims
 @MODELS.register("gat")
 def build_gat(in_dim: int, out_dim: int, config: Mapping[str, Any]) -> BlockStack:
     dims = layer_dims(in_dim, out_dim, config)
-    heads = config.get("heads", 4)
+    heads = config["heads"]
     if isinstance(heads, bool) or not isinstance(heads, int) or heads < 1:
         raise ConfigError(f"model.heads: expected a whole number >= 1, got {heads!r}")
     if len(dims) > 2 and dims[1] % heads:
