@@ -450,11 +450,19 @@ def plot_model_avg(frame: pd.DataFrame):
 
 
 def local_step_means(frame: pd.DataFrame) -> pd.DataFrame:
-    """Test micro-F1 mean, std and n over seeds per (mode, p, epochs); centralized has no p."""
-    p = frame["p"].where(frame["train.mode"] != "centralized")
-    keyed = frame.assign(p=p.fillna(0), epochs=frame["train.epochs"])
-    grouped = keyed.groupby(["train.mode", "p", "epochs"])["test_f1_micro"]
-    return grouped.agg(["mean", "std", "size"]).sort_index()
+    """Test micro-F1 mean, std and n over seeds per (mode, p, epochs), and the worker processes
+    that trained them; centralized has no p (0) and one process."""
+    averaged = frame["train.mode"] != "centralized"
+    workers = frame.get("num_gpus", pd.Series("?", index=frame.index)).astype(str)
+    keyed = frame.assign(
+        p=frame["p"].where(averaged).fillna(0),
+        epochs=frame["train.epochs"],
+        workers=workers.where(averaged, "1"),
+    )
+    grouped = keyed.groupby(["train.mode", "p", "epochs"])
+    means = grouped["test_f1_micro"].agg(["mean", "std", "size"])
+    means["workers"] = grouped["workers"].agg(lambda w: ",".join(sorted(set(w))))
+    return means.sort_index()
 
 
 def _f1(means: pd.DataFrame, mode: str, p: int, epochs: int) -> float | None:
@@ -559,11 +567,14 @@ def study_local_steps(frame: pd.DataFrame) -> list[str]:
     if not _has(frame, "train.mode", "p", "train.epochs", "test_f1_micro"):
         return ["Not run in this session."]
     means = local_step_means(frame)
-    lines = ["| mode | p | epochs | test micro-F1 (mean ± std over seeds) |", "|---|---|---|---|"]
+    lines = [
+        "| mode | p | workers | epochs | test micro-F1 (mean ± std over seeds) |",
+        "|---|---|---|---|---|",
+    ]
     for (mode, p, epochs), row in means.iterrows():
         shown = "—" if mode == "centralized" else f"{p:g}"
         cell = _mean_std(row["mean"], row["std"], row["size"])
-        lines.append(f"| {mode} | {shown} | {epochs:g} | {cell} |")
+        lines.append(f"| {mode} | {shown} | {row['workers']} | {epochs:g} | {cell} |")
     lines += ["", *(f"- {line}" for line in local_step_findings(means)), ""]
     return [*lines, UNTESTED_CAUSES]
 
@@ -895,7 +906,7 @@ CLAIMS = (
         judge_model_avg, detail_model_avg, plot_model_avg,
         study=Study(
             "claim_4c",
-            ("claim_4c_centralized", "claim_4c_local_steps", "claim_4c_long"),
+            ("claim_4c_centralized", "claim_4c_one_part", "claim_4c_local_steps", "claim_4c_long"),
             study_local_steps,
             local_step_summary,
         ),

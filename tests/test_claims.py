@@ -229,7 +229,7 @@ def _store(root: Path) -> str:
     study = experiment("claim_4c")  # 15 of the 18 planned jobs: p=2 not run
     for (mode, p, epochs, f1), seed in itertools.product(LOCAL_STEP_RUNS, (0, 1, 2)):
         params = {"dataset.name": "amazon_cs", "train.mode": mode, "p": p, "train.epochs": epochs,
-                  "seed": seed, "sync_interval": 1}  # fmt: skip
+                  "seed": seed, "sync_interval": 1, "num_gpus": min(p, 2)}  # fmt: skip
         job(study, f"{mode}{p}{epochs}{seed}", params, {"test_f1_micro": f1 + 0.002 * seed})
     return uri
 
@@ -265,8 +265,9 @@ def test_table_from_a_fixture_store(tmp_path):
     assert not (doc.parent / "claims" / "claim_4.png").exists()
     assert "FINISHED: 0 of the 36 jobs" in text  # claim 4: the fixture's graph "g" is none planned
     assert "FINISHED: 15 of the 18 jobs `claim_4c_centralized`" in text  # p=2 missing
-    assert "| model_avg | 4 | 80 | 0.907 ± 0.002 (n=3) |" in text
-    assert "| centralized | — | 5 | 0.802 ± 0.002 (n=3) |" in text
+    assert "| model_avg | 4 | 2 | 80 | 0.907 ± 0.002 (n=3) |" in text
+    assert "| model_avg | 1 | 1 | 20 | 0.897 ± 0.002 (n=3) |" in text
+    assert "| centralized | — | 1 | 5 | 0.802 ± 0.002 (n=3) |" in text
     assert "**Cause:** local steps per round. Every step-count prediction held (3/3)" in text
     assert "; why model_avg lost at 20 epochs (claim_4c): local steps per round |" in text
 
