@@ -36,12 +36,13 @@ DOC = REPO_ROOT / "docs" / "claims.md"
 CPU = "CPU, 2 cores; training: 2 gloo worker processes"
 NUMERIC_PARAMS = (
     "p", "seed", "sync_interval", "partitioner.hops", "partitioner.chunk_fraction",
-    "train.batches_per_epoch", "train.sampler_workers", "train.epochs",
+    "train.batches_per_epoch", "train.sampler_workers", "train.epochs", "train.lr",
 )  # fmt: skip
 GROUP_COLUMNS = {"dataset": "dataset.name", "partitioner": "partitioner.name",
                  "model": "model.name", "train": "train.mode"}  # fmt: skip
 RF_BASELINES = ("hdrf", "dbh", "greedy", "twops")
 F1_TOLERANCE = 0.02  # "reaches centralized accuracy": within 0.02 micro-F1
+BASE_LR = 0.01  # conf/shared/train.yaml's Adam learning rate: claim 4c varies it in one sweep
 EDGE_CUT_TOLERANCE = 0.01  # Armada: within about 1% of edges
 TIME_TOLERANCE = 1.10  # "as fast": within 10% of the other's epoch time
 
@@ -450,23 +451,24 @@ def plot_model_avg(frame: pd.DataFrame):
 
 
 def local_step_means(frame: pd.DataFrame) -> pd.DataFrame:
-    """Test micro-F1 mean, std and n over seeds per (mode, p, epochs), and the worker processes
-    that trained them; centralized has no p (0) and one process."""
+    """Test micro-F1 mean, std and n over seeds per (mode, p, epochs, lr), and the worker
+    processes that trained them; centralized has no p (0) and one process."""
     averaged = frame["train.mode"] != "centralized"
     workers = frame.get("num_gpus", pd.Series("?", index=frame.index)).astype(str)
     keyed = frame.assign(
         p=frame["p"].where(averaged).fillna(0),
         epochs=frame["train.epochs"],
         workers=workers.where(averaged, "1"),
+        lr=frame["train.lr"] if "train.lr" in frame else BASE_LR,
     )
-    grouped = keyed.groupby(["train.mode", "p", "epochs"])
+    grouped = keyed.groupby(["train.mode", "p", "epochs", "lr"])
     means = grouped["test_f1_micro"].agg(["mean", "std", "size"])
     means["workers"] = grouped["workers"].agg(lambda w: ",".join(sorted(set(w))))
     return means.sort_index()
 
 
-def _f1(means: pd.DataFrame, mode: str, p: int, epochs: int) -> float | None:
-    key = (mode, 0 if mode == "centralized" else p, epochs)
+def _f1(means: pd.DataFrame, mode: str, p: int, epochs: int, lr: float = BASE_LR) -> float | None:
+    key = (mode, 0 if mode == "centralized" else p, epochs, lr)
     return float(means.loc[key, "mean"]) if key in means.index else None
 
 
@@ -485,8 +487,8 @@ def step_checks(means: pd.DataFrame, epochs: int, tol: float) -> list[tuple[str,
             f": the averaging loop itself {'costs nothing' if held else 'costs accuracy'}.",
             held, "p=1",
         ))  # fmt: skip
-    for mode, p, e in means.index:
-        if mode != "model_avg" or p <= 1 or e != epochs:
+    for mode, p, e, lr in means.index:
+        if mode != "model_avg" or p <= 1 or e != epochs or lr != BASE_LR:
             continue
         here = _f1(means, "model_avg", p, epochs)
         short = _f1(means, "centralized", 0, epochs / p)
@@ -516,14 +518,18 @@ def local_step_findings(means: pd.DataFrame, epochs: int = 20) -> list[str]:
     centralized = _f1(means, "centralized", 0, epochs)
     if centralized is None:
         return [f"No centralized run at {epochs} epochs yet: nothing to compare with."]
-    averaged = sorted(p for mode, p, e in means.index if mode == "model_avg" and e == epochs)
     found = [
-        f"model_avg p={p:g} at {epochs} epochs: "
-        f"{_f1(means, 'model_avg', p, epochs) - centralized:+.3f} against centralized."
-        for p in averaged
+        f"model_avg p={p:g} at {epochs} epochs{_lr_note(lr)}: "
+        f"{_f1(means, 'model_avg', p, epochs, lr) - centralized:+.3f} against centralized."
+        for mode, p, e, lr in means.index
+        if mode == "model_avg" and e == epochs
     ]
     checks = step_checks(means, epochs, F1_TOLERANCE / 2)
     return [*found, *(text for text, _, _ in checks), local_step_verdict(checks, epochs)]
+
+
+def _lr_note(lr: float) -> str:
+    return "" if lr == BASE_LR else f" with lr {lr:g} ({lr / BASE_LR:g}x)"
 
 
 def local_step_verdict(checks: list[tuple[str, bool, str]], epochs: int) -> str:
@@ -568,21 +574,20 @@ def study_local_steps(frame: pd.DataFrame) -> list[str]:
         return ["Not run in this session."]
     means = local_step_means(frame)
     lines = [
-        "| mode | p | workers | epochs | test micro-F1 (mean ± std over seeds) |",
-        "|---|---|---|---|---|",
+        "| mode | p | workers | epochs | lr | test micro-F1 (mean ± std over seeds) |",
+        "|---|---|---|---|---|---|",
     ]
-    for (mode, p, epochs), row in means.iterrows():
+    for (mode, p, epochs, lr), row in means.iterrows():
         shown = "—" if mode == "centralized" else f"{p:g}"
         cell = _mean_std(row["mean"], row["std"], row["size"])
-        lines.append(f"| {mode} | {shown} | {row['workers']} | {epochs:g} | {cell} |")
+        lines.append(f"| {mode} | {shown} | {row['workers']} | {epochs:g} | {lr:g} | {cell} |")
     lines += ["", *(f"- {line}" for line in local_step_findings(means)), ""]
     return [*lines, UNTESTED_CAUSES]
 
 
 UNTESTED_CAUSES = (
     "Not tested here: Adam's moments (each partition keeps its own across rounds; none are "
-    "averaged or reset) and the learning rate (0.01 throughout): no train key resets or averages "
-    "the optimizer state, and none of these runs varies train.lr."
+    "averaged or reset): no train key resets or averages the optimizer state."
 )
 
 
@@ -906,7 +911,8 @@ CLAIMS = (
         judge_model_avg, detail_model_avg, plot_model_avg,
         study=Study(
             "claim_4c",
-            ("claim_4c_centralized", "claim_4c_one_part", "claim_4c_local_steps", "claim_4c_long"),
+            ("claim_4c_centralized", "claim_4c_one_part", "claim_4c_local_steps", "claim_4c_long",
+             "claim_4c_lr"),
             study_local_steps,
             local_step_summary,
         ),

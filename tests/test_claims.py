@@ -226,11 +226,14 @@ def _store(root: Path) -> str:
     four = experiment("claim_4")  # the reference alone: nothing to compare it with yet
     job(four, "c0", {"dataset.name": "g", "train.mode": "centralized", "sync_interval": 1,
                      "seed": 0}, {"test_f1_micro": 0.8})  # fmt: skip
-    study = experiment("claim_4c")  # 15 of the 18 planned jobs: p=2 not run
+    study = experiment("claim_4c")  # 18 of the 24 planned jobs: p=2, lr 0.02 not run
     for (mode, p, epochs, f1), seed in itertools.product(LOCAL_STEP_RUNS, (0, 1, 2)):
         params = {"dataset.name": "amazon_cs", "train.mode": mode, "p": p, "train.epochs": epochs,
-                  "seed": seed, "sync_interval": 1, "num_gpus": min(p, 2)}  # fmt: skip
+                  "seed": seed, "sync_interval": 1, "num_gpus": min(p, 2), "train.lr": 0.01}  # fmt: skip
         job(study, f"{mode}{p}{epochs}{seed}", params, {"test_f1_micro": f1 + 0.002 * seed})
+        params.update({"train.mode": "model_avg", "p": 4, "train.epochs": 20, "train.lr": 0.04})
+        if mode == "centralized" and epochs == 5:  # once per seed: lr 4x, half the gap left
+            job(study, f"lr{seed}", params, {"test_f1_micro": 0.85 + 0.002 * seed})
     return uri
 
 
@@ -264,10 +267,12 @@ def test_table_from_a_fixture_store(tmp_path):
         assert f"](claims/claim_{number}.png)" in text
     assert not (doc.parent / "claims" / "claim_4.png").exists()
     assert "FINISHED: 0 of the 36 jobs" in text  # claim 4: the fixture's graph "g" is none planned
-    assert "FINISHED: 15 of the 18 jobs `claim_4c_centralized`" in text  # p=2 missing
-    assert "| model_avg | 4 | 2 | 80 | 0.907 ± 0.002 (n=3) |" in text
-    assert "| model_avg | 1 | 1 | 20 | 0.897 ± 0.002 (n=3) |" in text
-    assert "| centralized | — | 1 | 5 | 0.802 ± 0.002 (n=3) |" in text
+    assert "FINISHED: 18 of the 24 jobs `claim_4c_centralized`" in text  # p=2, lr 0.02 missing
+    assert "| model_avg | 4 | 2 | 80 | 0.01 | 0.907 ± 0.002 (n=3) |" in text
+    assert "| model_avg | 1 | 1 | 20 | 0.01 | 0.897 ± 0.002 (n=3) |" in text
+    assert "| centralized | — | 1 | 5 | 0.01 | 0.802 ± 0.002 (n=3) |" in text
+    assert "| model_avg | 4 | 2 | 20 | 0.04 | 0.852 ± 0.002 (n=3) |" in text
+    assert "- model_avg p=4 at 20 epochs with lr 0.04 (4x): -0.050 against centralized." in text
     assert "**Cause:** local steps per round. Every step-count prediction held (3/3)" in text
     assert "; why model_avg lost at 20 epochs (claim_4c): local steps per round |" in text
 
