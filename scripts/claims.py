@@ -494,10 +494,13 @@ def step_checks(means: pd.DataFrame, epochs: int, tol: float) -> list[tuple[str,
         short = _f1(means, "centralized", 0, epochs / p)
         if short is not None:
             held = abs(here - short) <= tol
+            gap = here - centralized  # what fewer steps per partition explain: gap - (here - short)
+            share = f"; fewer steps account for {1 - (here - short) / gap:.0%} of the {gap:+.3f}" \
+                if gap < -tol else ""  # fmt: skip
             checks.append((
                 f"model_avg p={p:g} at {epochs} epochs {'matches' if held else 'does not match'}"
-                f" centralized at {epochs / p:g} epochs (the same optimizer steps per partition;"
-                f" {here - short:+.3f}).",
+                f" centralized at {epochs / p:g} epochs (the same optimizer steps per partition:"
+                f" {here - short:+.3f}{share}).",
                 held, "short",
             ))  # fmt: skip
         longer = _f1(means, "model_avg", p, epochs * p)
