@@ -494,9 +494,11 @@ def step_checks(means: pd.DataFrame, epochs: int, tol: float) -> list[tuple[str,
         short = _f1(means, "centralized", 0, epochs / p)
         if short is not None:
             held = abs(here - short) <= tol
-            gap = here - centralized  # what fewer steps per partition explain: gap - (here - short)
-            share = f"; fewer steps account for {1 - (here - short) / gap:.0%} of the {gap:+.3f}" \
-                if gap < -tol else ""  # fmt: skip
+            gap, share = here - centralized, ""
+            if gap < -tol:  # the part of the whole gap that fewer steps per partition explain
+                share = (
+                    f"; fewer steps account for {1 - (here - short) / gap:.0%} of the {gap:+.3f}"
+                )
             checks.append((
                 f"model_avg p={p:g} at {epochs} epochs {'matches' if held else 'does not match'}"
                 f" centralized at {epochs / p:g} epochs (the same optimizer steps per partition:"
