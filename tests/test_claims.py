@@ -274,7 +274,10 @@ def test_table_from_a_fixture_store(tmp_path):
     assert "| model_avg | 4 | 2 | 20 | 0.04 | 0.852 ± 0.002 (n=3) |" in text
     assert "- model_avg p=4 at 20 epochs with lr 0.04 (4x): -0.050 against centralized." in text
     assert "**Cause:** local steps per round. Every step-count prediction held (3/3)" in text
-    assert "; why model_avg lost at 20 epochs (claim_4c): local steps per round |" in text
+    assert (
+        "; why model_avg lost at 20 epochs (claim_4c): local steps per round; fewer steps account "
+        "for 95% of the -0.105 |" in text
+    )
 
 
 def _local_step_means(runs: list[tuple]) -> pd.DataFrame:
