@@ -569,7 +569,7 @@ def local_step_summary(frame: pd.DataFrame) -> str | None:
     if _f1(means, "centralized", 0, 20) is None:
         return None
     checks = step_checks(means, 20, F1_TOLERANCE / 2)
-    cause = local_step_verdict(checks, 20).removeprefix("**Cause:** ").split(". ")[0]
+    cause = local_step_verdict(checks, 20).removeprefix("**Cause:** ").split(". ")[0].rstrip(".")
     shares = [text.split("; ")[-1].rstrip(").") for text, _, kind in checks
               if kind == "short" and "account for" in text]  # fmt: skip
     return f"why model_avg lost at 20 epochs (claim_4c): {'; '.join([cause, *shares])}"
