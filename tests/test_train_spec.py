@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch.distributed as dist
 import torch.multiprocessing as mp
 from test_train import FAST, SAGE, community_store
 
@@ -118,6 +119,7 @@ def _rank_main(rank: int, port: int, scratch: str) -> None:
         except Exception as exc:  # noqa: BLE001 - what each rank saw is the test's result
             seen[name] = {"type": type(exc).__name__, "message": str(exc)}
     Path(scratch, f"rank-{rank}.json").write_text(json.dumps(seen))
+    dist.destroy_process_group()  # as every rank must before it exits (else gloo may abort it)
 
 
 @pytest.mark.distributed

@@ -7,6 +7,7 @@ the gloo timeout) and raises the earliest error with its rank.
 
 from __future__ import annotations
 
+import atexit
 import datetime
 import json
 import logging
@@ -70,6 +71,17 @@ def join_torchrun_group(spec: TrainSpec) -> None:
         )
     if _handoff_group is None:
         _handoff_group = dist.new_group(backend="gloo", timeout=HANDOFF_TIMEOUT)
+        # The group outlives the jobs, so it is destroyed at exit while the interpreter is still
+        # whole: gloo's worker threads, left to interpreter finalisation, abort the process
+        # ("terminate called without an active exception", SIGABRT) now and then.
+        atexit.register(_leave_torchrun_group)
+
+
+def _leave_torchrun_group() -> None:
+    global _handoff_group
+    if dist.is_initialized():
+        dist.destroy_process_group()
+    _handoff_group = None
 
 
 def broadcast_from_rank0(payload: Any) -> Any:
