@@ -15,13 +15,10 @@ test skips when neither is. amazon_cs by default; cora under CI=true.
 
 from __future__ import annotations
 
-import json
 import os
 import statistics
-import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 import torch
@@ -33,21 +30,16 @@ from gnnbench.train.runner import run_training
 from gnnbench.train.spec import spec_from_conf
 
 from .conftest import dataset_config
+from .dgl_driver import BATCH_SIZE, DROPOUT, FANOUTS, HIDDEN, LR, run_dgl_driver
 
 pytestmark = pytest.mark.slow
 
 DATASET = "cora" if os.environ.get("CI") == "true" else "amazon_cs"
 EPOCHS = 3
 ROUNDS = 2 if os.environ.get("CI") == "true" else 3
-FANOUTS = [25, 10]
-BATCH_SIZE = 512
-HIDDEN = 256
-DROPOUT = 0.5
-LR = 0.01
 # Torch threads of every framework: all cores by default; GNNBENCH_BENCH_THREADS=1 compares them
 # per core (on a shared machine, one thread each is what the load leaves alike to all three).
 THREADS = int(os.environ.get("GNNBENCH_BENCH_THREADS") or os.cpu_count() or 1)
-DGL_DRIVER = Path(__file__).resolve().parent / "framework_epoch_dgl.py"
 # Resolved at import, before bench/conftest.py points GNNBENCH_HOME at the bench cache: the DGL
 # environment is the user's (`setup distdgl_metis` under their GNNBENCH_HOME), not rebuilt there.
 DGL_ENV = distdgl_env()
@@ -116,17 +108,7 @@ def pyg_epoch_s(store: GraphStore, threads: int, seed: int) -> tuple[float, floa
 
 def dgl_epoch_s(store: GraphStore, threads: int, seed: int) -> tuple[float, float]:
     """DGL 2.1's NeighborSampler and SAGEConv in the distdgl environment (bench driver)."""
-    command = [str(DGL_ENV / "bin" / "python"), str(DGL_DRIVER), "--store", str(store.path),
-               "--epochs", str(EPOCHS), "--fanouts", *map(str, FANOUTS),
-               "--batch-size", str(BATCH_SIZE), "--hidden", str(HIDDEN),
-               "--dropout", str(DROPOUT), "--lr", str(LR), "--threads", str(threads),
-               "--seed", str(seed)]  # fmt: skip
-    env = dict(os.environ, DGLBACKEND="pytorch", PYTHONNOUSERSITE="1")
-    env.pop("PYTHONPATH", None)  # gnnbench's environment must not leak into DGL's
-    completed = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
-    if completed.returncode != 0:
-        raise RuntimeError(f"DGL driver exited with {completed.returncode}:\n{completed.stderr}")
-    result = json.loads(completed.stdout.strip().splitlines()[-1])
+    result = run_dgl_driver(DGL_ENV, store.path, epochs=EPOCHS, threads=threads, seed=seed)
     return statistics.fmean(result["epoch_s"]), statistics.fmean(result["epoch_cpu_s"])
 
 

@@ -19,7 +19,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -31,6 +30,14 @@ import yaml
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from bench.dgl_driver import (  # noqa: E402
+    BATCH_SIZE,
+    DROPOUT,
+    FANOUTS,
+    HIDDEN,
+    LR,
+    run_dgl_driver,
+)  # fmt: skip
 from gnnbench.atomic import atomic_write_bytes  # noqa: E402
 from gnnbench.data.datasets import prepare_dataset  # noqa: E402
 from gnnbench.data.store import GraphStore  # noqa: E402
@@ -39,12 +46,6 @@ from gnnbench.setup.baseline_envs import distdgl_env, torch_sparse_with_metis  #
 from gnnbench.train.runner import run_training  # noqa: E402
 from gnnbench.train.spec import spec_from_conf  # noqa: E402
 
-FANOUTS = [25, 10]
-BATCH_SIZE = 512
-HIDDEN = 256
-DROPOUT = 0.5
-LR = 0.01
-DGL_DRIVER = REPO / "bench" / "framework_epoch_dgl.py"
 RESULTS = REPO / ".benchmarks" / "framework_parity"
 BEGIN, END = "<!-- framework_parity:begin -->", "<!-- framework_parity:end -->"
 PARITY_TOLERANCE = 0.01
@@ -118,17 +119,14 @@ def pyg_run(store: GraphStore, epochs: int, seed: int) -> dict:
 
 def dgl_run(store: GraphStore, epochs: int, seed: int, threads: int, init: str) -> dict:
     """DGL 2.1 through the bench driver in the distdgl environment (its own torch)."""
-    command = [str(distdgl_env() / "bin" / "python"), str(DGL_DRIVER), "--store", str(store.path),
-               "--epochs", str(epochs), "--fanouts", *map(str, FANOUTS),
-               "--batch-size", str(BATCH_SIZE), "--hidden", str(HIDDEN),
-               "--dropout", str(DROPOUT), "--lr", str(LR), "--threads", str(threads),
-               "--seed", str(seed), "--init", init, "--evaluate"]  # fmt: skip
-    env = dict(os.environ, DGLBACKEND="pytorch", PYTHONNOUSERSITE="1")
-    env.pop("PYTHONPATH", None)  # gnnbench's environment must not leak into DGL's
-    completed = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
-    if completed.returncode != 0:
-        raise RuntimeError(f"DGL driver exited with {completed.returncode}:\n{completed.stderr}")
-    result = json.loads(completed.stdout.strip().splitlines()[-1])
+    result = run_dgl_driver(
+        distdgl_env(),
+        store.path,
+        epochs=epochs,
+        threads=threads,
+        seed=seed,
+        extra=["--init", init, "--evaluate"],
+    )
     return {
         "test_f1_micro": result["test_f1_micro"],
         "epoch_s": statistics.fmean(result["epoch_s"]),
