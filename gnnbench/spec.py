@@ -15,7 +15,7 @@ from gnnbench.data.spec import DataSpec
 from gnnbench.errors import ConfigError
 from gnnbench.partition.num_parts import MemoryBudget
 from gnnbench.partition.spec import PartitionSpec
-from gnnbench.spec_keys import check_keys, plain
+from gnnbench.spec_keys import check_keys, plain, whole_axis
 from gnnbench.track.spec import TrackingSpec
 from gnnbench.train.spec import ModelSpec, TrainSpec
 
@@ -55,9 +55,9 @@ class JobSpec:
             model=ModelSpec.from_config(_section(config, "model")),
             p=_num_parts(config["p"]),
             memory_budget=_memory_budget(config),
-            sync_interval=_whole(config, "sync_interval", 1, "epoch"),
-            num_gpus=_whole(config, "num_gpus", 1, "worker"),
-            seed=_whole(config, "seed", None),
+            sync_interval=whole_axis("sync_interval", config["sync_interval"], 1, "epoch"),
+            num_gpus=whole_axis("num_gpus", config["num_gpus"], 1, "worker"),
+            seed=whole_axis("seed", config["seed"]),
             resume=_flag(config, "resume"),
             tracking=TrackingSpec.from_config(_section(config, "tracking")),
         )
@@ -91,15 +91,6 @@ def _num_parts(value: Any) -> int | str:
         raise ConfigError(f"p: expected a whole number or auto, got {value!r}")
     if value < 1:
         raise ConfigError(f"p: expected at least 1 partition, got {value}")
-    return value
-
-
-def _whole(config: Mapping[str, Any], key: str, least: int | None, unit: str = "") -> int:
-    value = config[key]
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ConfigError(f"{key}: expected a whole number, got {value!r}")
-    if least is not None and value < least:
-        raise ConfigError(f"{key}: expected >= {least} {unit}, got {value}")
     return value
 
 

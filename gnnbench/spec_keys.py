@@ -71,3 +71,20 @@ def check_keys(
     for key in required:
         if key not in given:
             raise ConfigError(f"{prefix}{key}: missing for {owner}; valid keys: {listing}")
+
+
+def whole_at_least(name: str, value: Any, least: int) -> int:
+    """`value` when it is an int >= `least` (not a bool), else one line naming `name`."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise ConfigError(f"{name}: expected a whole number >= {least}, got {value!r}")
+    return value
+
+
+def whole_axis(name: str, value: Any, least: int | None = None, unit: str = "") -> int:
+    """A sweep axis (sync_interval, num_gpus, seed): an int (not a bool), >= `least` if given;
+    the two ways it can be wrong say which."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(f"{name}: expected a whole number, got {value!r}")
+    if least is not None and value < least:
+        raise ConfigError(f"{name}: expected >= {least}{f' {unit}' if unit else ''}, got {value}")
+    return value

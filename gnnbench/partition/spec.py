@@ -16,7 +16,7 @@ from typing import Any
 from gnnbench.data.store import GraphStore
 from gnnbench.errors import ConfigError
 from gnnbench.partition.base import PARTITIONERS, PartitionFn, PartitionResult
-from gnnbench.spec_keys import ReadOnlyMap, check_keys, plain
+from gnnbench.spec_keys import ReadOnlyMap, check_keys, plain, whole_at_least
 
 # Keys of the shared block (conf/config.yaml); a partitioner function taking one of them as a
 # keyword (chunk_edges) receives the shared value.
@@ -65,11 +65,11 @@ class PartitionSpec:
         check_keys("partitioner", config, valid, name, required=valid)
         return cls(
             name=name,
-            hops=_whole(config, "hops", 1),
-            chunk_edges=_whole(config, "chunk_edges", 1),
+            hops=whole_at_least("partitioner.hops", config["hops"], 1),
+            chunk_edges=whole_at_least("partitioner.chunk_edges", config["chunk_edges"], 1),
             memory_limit_gb=_positive_or_none(config, "memory_limit_gb"),
             max_vertex_balance=_positive_or_none(config, "max_vertex_balance"),
-            refine_passes=_whole(config, "refine_passes", 0),
+            refine_passes=whole_at_least("partitioner.refine_passes", config["refine_passes"], 0),
             params=ReadOnlyMap({key: config[key] for key in own}),
         )
 
@@ -121,13 +121,6 @@ def default_config(name: str) -> dict[str, Any]:
         raise ConfigError(f"{path}: not found (the config of partitioner={name})")
     shared = OmegaConf.load(conf / "config.yaml")["partitioner"]
     return plain(OmegaConf.merge(OmegaConf.load(path), shared))
-
-
-def _whole(config: Mapping[str, Any], key: str, least: int) -> int:
-    value = config[key]
-    if isinstance(value, bool) or not isinstance(value, int) or value < least:
-        raise ConfigError(f"partitioner.{key}: expected a whole number >= {least}, got {value!r}")
-    return value
 
 
 def _positive_or_none(config: Mapping[str, Any], key: str) -> float | None:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from gnnbench.errors import ConfigError
-from gnnbench.spec_keys import check_keys
+from gnnbench.spec_keys import check_keys, whole_at_least, whole_axis
 
 STRATEGIES = ("minibatch", "full", "cluster")  # train.strategy (gnnbench/train/batching.py)
 BATCHINGS = ("random", "cohesive")  # train.batching, for strategy=minibatch
@@ -34,12 +34,6 @@ def _check_keys(group: str, given: Mapping[str, Any], valid: list[str], optional
     owner = f"{group}={given.get('mode' if group == 'train' else 'name')}"
     required = [key for key in valid if key not in optional]
     check_keys(group, given, valid, owner, required=required)
-
-
-def _whole(key: str, value: Any, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ConfigError(f"train.{key}: expected a whole number >= {minimum}, got {value!r}")
-    return value
 
 
 def _number(key: str, value: Any, positive: bool) -> float:
@@ -140,9 +134,9 @@ class TrainSpec:
         TRAINING_MODES.get(str(train["mode"]))
         return cls(
             **_train_values(train),
-            sync_interval=_axis("sync_interval", sync_interval),
-            seed=_axis("seed", seed, minimum=None),
-            num_workers=_axis("num_gpus", num_workers),
+            sync_interval=whole_axis("sync_interval", sync_interval, 1),
+            seed=whole_axis("seed", seed),
+            num_workers=whole_axis("num_gpus", num_workers, 1),
             model=ModelSpec.from_config(model),
         )
 
@@ -159,20 +153,14 @@ class TrainSpec:
         )
 
 
-def _axis(key: str, value: Any, minimum: int | None = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ConfigError(f"{key}: expected a whole number, got {value!r}")
-    if minimum is not None and value < minimum:
-        raise ConfigError(f"{key}: expected >= {minimum}, got {value}")
-    return value
-
-
 def _train_values(train: Mapping[str, Any]) -> dict[str, Any]:
     """The train group's values, each checked against what it may hold."""
     whole = {"epochs": 1, "batch_size": 1, "eval_every": 1, "eval_batch_size": 1,
              "batches_per_epoch": 0, "num_clusters": 1, "clusters_per_batch": 1,
              "sampler_workers": 0}  # fmt: skip
-    values: dict[str, Any] = {k: _whole(k, train[k], low) for k, low in whole.items()}
+    values: dict[str, Any] = {
+        k: whole_at_least(f"train.{k}", train[k], low) for k, low in whole.items()
+    }
     values.update(
         mode=str(train["mode"]),
         fanouts=_fanouts(train["fanouts"]),

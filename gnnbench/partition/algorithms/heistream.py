@@ -31,7 +31,6 @@ import numpy as np
 
 from gnnbench.data.adjacency import ensure_adjacency
 from gnnbench.data.store import GraphStore
-from gnnbench.errors import ConfigError
 from gnnbench.partition.algorithms.fennel import fennel_alpha
 from gnnbench.partition.algorithms.ldg import (
     SCORE_FENNEL,
@@ -40,6 +39,7 @@ from gnnbench.partition.algorithms.ldg import (
     count_owners,
 )
 from gnnbench.partition.base import PARTITIONERS, PartitionResult
+from gnnbench.spec_keys import whole_at_least
 
 # Bump when this module's output changes: part of every partition book's cache key.
 VERSION = "1"
@@ -185,9 +185,7 @@ def _partition_buffer(block, lo, hi, owner, local, sizes, seed, capacity, alpha,
 
 def buffer_nodes_of(size: int) -> int:
     """`buffer_nodes`: nodes per model graph, a whole number >= 1."""
-    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-        raise ConfigError(f"partitioner.buffer_nodes: expected a whole number >= 1, got {size!r}")
-    return size
+    return whole_at_least("partitioner.buffer_nodes", size, 1)
 
 
 @PARTITIONERS.register("heistream")

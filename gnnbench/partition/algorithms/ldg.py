@@ -35,6 +35,7 @@ from gnnbench.data.adjacency import ensure_adjacency
 from gnnbench.data.store import GraphStore
 from gnnbench.errors import ConfigError
 from gnnbench.partition.base import PARTITIONERS, PartitionResult
+from gnnbench.spec_keys import whole_at_least
 
 # Bump when this module's output changes: part of every partition book's cache key.
 VERSION = "1"
@@ -99,9 +100,7 @@ def _assign_block(
 
 def stream_passes_of(passes: int) -> int:
     """`passes`: node-stream passes (1 = the original algorithm, more = restreaming)."""
-    if isinstance(passes, bool) or not isinstance(passes, int) or passes < 1:
-        raise ConfigError(f"partitioner.passes: expected a whole number >= 1, got {passes!r}")
-    return passes
+    return whole_at_least("partitioner.passes", passes, 1)
 
 
 def capacity_of(capacity_factor: float, num_nodes: int, p: int) -> tuple[float, float]:

@@ -15,6 +15,7 @@ from torch import nn
 
 from gnnbench.errors import ConfigError
 from gnnbench.registry import Registry
+from gnnbench.spec_keys import whole_at_least
 
 ModelBuilder = Callable[[int, int, Mapping[str, Any]], nn.Module]
 MODELS: Registry[ModelBuilder] = Registry("model", "gnnbench.train.models", "model.name")
@@ -24,8 +25,7 @@ def layer_dims(in_dim: int, out_dim: int, config: Mapping[str, Any]) -> list[int
     """[in, hidden, ..., hidden, out] for config.layers layers of width config.hidden."""
     layers, hidden = config["layers"], config["hidden"]  # defaults: conf/model/*.yaml
     for key, value in (("layers", layers), ("hidden", hidden)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ConfigError(f"model.{key}: expected a whole number >= 1, got {value!r}")
+        whole_at_least(f"model.{key}", value, 1)
     return [in_dim] + [hidden] * (layers - 1) + [out_dim]
 
 

@@ -13,15 +13,14 @@ from typing import Any
 from torch_geometric.nn import GATConv
 
 from gnnbench.errors import ConfigError
+from gnnbench.spec_keys import whole_at_least
 from gnnbench.train.models import MODELS, BlockStack, dropout_rate, layer_dims
 
 
 @MODELS.register("gat")
 def build_gat(in_dim: int, out_dim: int, config: Mapping[str, Any]) -> BlockStack:
     dims = layer_dims(in_dim, out_dim, config)
-    heads = config["heads"]
-    if isinstance(heads, bool) or not isinstance(heads, int) or heads < 1:
-        raise ConfigError(f"model.heads: expected a whole number >= 1, got {heads!r}")
+    heads = whole_at_least("model.heads", config["heads"], 1)
     if len(dims) > 2 and dims[1] % heads:
         raise ConfigError(f"model.hidden={dims[1]}: expected a multiple of model.heads={heads}")
     last = len(dims) - 2
