@@ -346,8 +346,11 @@ def _training_rows(axis: str, values: tuple, f1: dict) -> pd.DataFrame:
 @pytest.mark.parametrize(
     ("number", "frame", "verdict"),
     [
+        (5, _training_rows("partitioner.hops", (0, 1, 2), {0: 0.7, 1: 0.80, 2: 0.805}), "holds"),
         (5, _training_rows("partitioner.hops", (1, 2), {1: 0.80, 2: 0.805}), "holds partly"),
-        (5, _training_rows("partitioner.hops", (1, 2), {1: 0.80, 2: 0.85}), "refuted"),
+        (5, _training_rows("partitioner.hops", (0, 1, 2), {0: 0.8, 1: 0.80, 2: 0.805}),
+         "holds partly"),
+        (5, _training_rows("partitioner.hops", (0, 1, 2), {0: 0.8, 1: 0.80, 2: 0.85}), "refuted"),
         (9, _training_rows("train.strategy", ("minibatch", "full", "cluster"),
                            {"minibatch": 0.8, "full": 0.82, "cluster": 0.81}), "holds partly"),
         (9, _training_rows("train.strategy", ("minibatch", "cluster"),

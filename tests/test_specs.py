@@ -92,7 +92,7 @@ def test_a_missing_key_names_the_valid_keys():
 
 @pytest.mark.parametrize(
     ("key", "value"),
-    [("hops", 0), ("chunk_edges", 0), ("refine_passes", -1), ("memory_limit_gb", 0),
+    [("hops", -1), ("chunk_edges", 0), ("refine_passes", -1), ("memory_limit_gb", 0),
      ("max_vertex_balance", "x"), ("hops", True)],
 )  # fmt: skip
 def test_shared_values_are_checked(key, value):

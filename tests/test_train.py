@@ -248,6 +248,27 @@ def test_model_avg_two_workers_matches_one_worker(graph):
     assert np.allclose(losses[0], losses[1], rtol=1e-3)
 
 
+def test_model_avg_trains_on_a_book_without_halo(graph, tmp_path, monkeypatch):
+    """partitioner.hops=0 (claim 5): each partition is its owned nodes and the edges among them;
+    training runs on it and every training node is still trained once an epoch."""
+    from gnnbench.partition.spec import PartitionSpec
+    from gnnbench.partition.stage import run_partition_stage
+
+    store, with_halo = graph
+    monkeypatch.setenv("GNNBENCH_HOME", str(tmp_path))
+    book, _ = run_partition_stage(
+        store, partitioner=PartitionSpec.defaults("hash", hops=0), p=2, seed=0
+    )
+    assert book.path != with_halo and book.meta["metrics"]["replication_factor"] == 1.0
+    sizes = [PartitionBook(book.path).load(i) for i in range(2)]
+    assert all(part.num_owned == len(part.nodes) for part in sizes)
+    result = run_training(
+        store_path=store.path, book_path=book.path, spec=spec({"mode": "model_avg", **FAST})
+    )
+    check_result(result, FAST["epochs"])
+    assert result.train_nodes_per_epoch == len(store.split()["train"])
+
+
 @pytest.mark.fault("config: more workers than partitions")
 def test_more_workers_than_partitions_is_one_line(graph):
     store, book = graph

@@ -1,8 +1,9 @@
 """The shared GNN-ready step: owners -> partitions a worker can train on, plus every metric.
 
 Partition i holds its owned nodes O_i and their k-hop neighbourhood, with every edge incident to a
-node within k-1 hops of O_i (k = 1: every edge incident to O_i); nodes are owned ascending, then
-halo ascending, and each local CSR row keeps its neighbours in edge-stream order.
+node within k-1 hops of O_i (k = 1: every edge incident to O_i; k = 0: O_i and the edges between
+its nodes only, no halo); nodes are owned ascending, then halo ascending, and each local CSR row
+keeps its neighbours in edge-stream order.
 
 Passes over the edge stream: hops - 1 growing the "full" set (nodes within hops-1 of O_i, whose
 edges are all kept), then one that grows the members by the last hop and routes every edge into a
@@ -111,11 +112,13 @@ def _scatter_rows(
 
 
 def _route_edges(store, owner, p, hops, tmp_dir, chunk_edges):
-    """Membership bitset, each partition's edge count and its spill file.
+    """Membership bitset, each partition's edge count, its spill file, and the edges no partition
+    holds (the cut edges when hops = 0; none otherwise).
 
     hops - 1 passes grow the "full" set (nodes within hops - 1 of O_i: all their edges are kept);
     one last pass appends every edge to the spill of each partition it belongs to and grows the
-    members (the hops-hop set) by one more hop.
+    members (the hops-hop set) by one more hop; with hops = 0 it keeps only edges inside a
+    partition and grows nothing.
     """
     dtype = word_dtype(p)
     words = -(-p // (dtype.itemsize * 8))
@@ -131,22 +134,24 @@ def _route_edges(store, owner, p, hops, tmp_dir, chunk_edges):
     state = np.concatenate([full, full], axis=1)  # full words, then member words, per node
     del full
     edge_count = np.zeros(p, dtype=np.int64)
+    dropped = 0
     masks = np.empty((min(chunk_edges, store.num_edges), words), dtype=dtype)
     grouped = np.empty((0, 2), dtype=store.id_dtype)
     stream = store.edge_stream(chunk_edges)
     with ExitStack() as stack:
         spills = [stack.enter_context(open(tmp_dir / f"edges-{i}.bin", "wb")) for i in range(p)]
         for chunk in stream:
-            offsets = route_masks(chunk, state, masks)[: p + 1]
+            offsets = route_masks(chunk, state, masks, hops == 0)[: p + 1]
             if offsets[-1] > len(grouped):  # reused across chunks; grows only for hops > 1
                 grouped = np.empty((int(offsets[-1]), 2), dtype=store.id_dtype)
             route_scatter(chunk, masks, offsets, grouped)
             edge_count += np.diff(offsets)
+            dropped += len(chunk) - int(offsets[-1]) if hops == 0 else 0
             for i in range(p):
                 if offsets[i + 1] > offsets[i]:
                     spills[i].write(grouped[offsets[i] : offsets[i + 1]])
     members = np.ascontiguousarray(state[:, words:])
-    return members, edge_count, passes + stream.passes
+    return members, edge_count, dropped, passes + stream.passes
 
 
 def build_partitions(
@@ -163,7 +168,7 @@ def build_partitions(
     `node_data=False` writes the structure and local splits only (no feature or label rows).
     """
     owner = np.ascontiguousarray(owner, dtype=np.int32)
-    members, edge_count, passes = _route_edges(store, owner, p, hops, out_dir, chunk_edges)
+    members, edge_count, dropped, passes = _route_edges(store, owner, p, hops, out_dir, chunk_edges)
     role = _role_array(store)
     workers = max(1, min(p, STRUCTURE_WORKERS, _usable_cpus()))
 
@@ -182,7 +187,9 @@ def build_partitions(
     sizes = [built[i] for i in range(p)]
     if node_data:
         _write_node_data(store, owner, members, sizes, out_dir)
-    cut = sum(size.pop("cut") for size in sizes)
+    # hops >= 1: each cut edge sits in its owners' partitions, counted once by local_csr;
+    # hops = 0: no partition holds a cut edge, so the routing counted them
+    cut = sum(size.pop("cut") for size in sizes) + dropped
     return _metrics(store, owner, p, sizes, edge_count, cut, role, passes)
 
 

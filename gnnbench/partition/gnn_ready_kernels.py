@@ -54,12 +54,14 @@ def expand_chunk(edges, inner, outer):
 
 
 @numba.njit(cache=True, nogil=True)
-def route_masks(edges, state, masks):
+def route_masks(edges, state, masks, inner_only):
     """The random-access half of routing: each edge's partitions, and the last membership hop.
 
     state[v] holds v's "full" words, then its member words, side by side so one cache miss per
     endpoint serves both. Writes the edge's partition mask (masks[k]) for the sequential half;
     returns the offsets of each partition's run when the chunk is grouped by partition.
+    `inner_only` (hops = 0): an edge goes only to a partition holding both endpoints, and the
+    members stay the owned nodes.
     """
     words = masks.shape[1]
     width = masks.itemsize * 8
@@ -70,9 +72,12 @@ def route_masks(edges, state, masks):
         for w in range(words):
             full_u = np.uint64(state[u, w])
             full_v = np.uint64(state[v, w])
-            state[v, words + w] |= full_u
-            state[u, words + w] |= full_v
-            mask = full_u | full_v
+            if inner_only:
+                mask = full_u & full_v
+            else:
+                state[v, words + w] |= full_u
+                state[u, words + w] |= full_v
+                mask = full_u | full_v
             masks[k, w] = mask
             while mask:
                 low = mask & (~mask + np.uint64(1))

@@ -65,7 +65,7 @@ class PartitionSpec:
         check_keys("partitioner", config, valid, name, required=valid)
         return cls(
             name=name,
-            hops=whole_at_least("partitioner.hops", config["hops"], 1),
+            hops=whole_at_least("partitioner.hops", config["hops"], 0),
             chunk_edges=whole_at_least("partitioner.chunk_edges", config["chunk_edges"], 1),
             memory_limit_gb=_positive_or_none(config, "memory_limit_gb"),
             max_vertex_balance=_positive_or_none(config, "max_vertex_balance"),
