@@ -11,15 +11,27 @@ runs), and a table; records, does not gate.
 PyG needs torch-sparse (`python -m gnnbench setup pyg_metis`), DGL its own environment
 (`python -m gnnbench setup distdgl_metis`); a framework that is not set up is left out, and the
 test skips when neither is. amazon_cs by default; cora under CI=true.
+
+GNNBENCH_BENCH_DATASET=<conf/dataset name> picks another graph; GNNBENCH_BENCH_TRAIN_NODES=<n>
+trains every framework on the same n training nodes of it (a seeded sample of its split, in a
+store that hard-links every other file): on synthetic_large (700 k training nodes, ~1,370
+batches an epoch) a round of the three frameworks would take hours on this machine, while the
+per-batch cost a sample measures (sampling and gathering over the whole 1 M-node graph) is the
+same.
+
+    GNNBENCH_BENCH_DATASET=synthetic_large GNNBENCH_BENCH_TRAIN_NODES=51200 \
+        python -m pytest bench/test_framework_epoch.py -m slow -s
 """
 
 from __future__ import annotations
 
+import json
 import os
 import statistics
 import sys
 import time
 
+import numpy as np
 import pytest
 import torch
 
@@ -34,7 +46,10 @@ from .dgl_driver import BATCH_SIZE, DROPOUT, FANOUTS, HIDDEN, LR, run_dgl_driver
 
 pytestmark = pytest.mark.slow
 
-DATASET = "cora" if os.environ.get("CI") == "true" else "amazon_cs"
+DATASET = os.environ.get("GNNBENCH_BENCH_DATASET") or (
+    "cora" if os.environ.get("CI") == "true" else "amazon_cs"
+)
+TRAIN_NODES = int(os.environ.get("GNNBENCH_BENCH_TRAIN_NODES") or 0)  # 0: the whole split
 EPOCHS = 3
 ROUNDS = 2 if os.environ.get("CI") == "true" else 3
 # Torch threads of every framework: all cores by default; GNNBENCH_BENCH_THREADS=1 compares them
@@ -68,7 +83,6 @@ def gnnbench_epoch_s(store: GraphStore, threads: int, seed: int) -> tuple[float,
 def pyg_epoch_s(store: GraphStore, threads: int, seed: int) -> tuple[float, float]:
     """PyG's documented mini-batch recipe: NeighborLoader subgraphs through SAGEConv layers,
     the loss on the first batch_size (seed) rows; mean wall and CPU seconds of EPOCHS epochs."""
-    import numpy as np
     import torch.nn.functional as F
     from torch_geometric.data import Data
     from torch_geometric.loader import NeighborLoader
@@ -112,6 +126,29 @@ def dgl_epoch_s(store: GraphStore, threads: int, seed: int) -> tuple[float, floa
     return statistics.fmean(result["epoch_s"]), statistics.fmean(result["epoch_cpu_s"])
 
 
+def with_train_sample(store: GraphStore, train_nodes: int) -> GraphStore:
+    """The store with its training split cut to a seeded sample of `train_nodes` (0 or more than
+    it has: the store itself); every other file is a hard link to the original."""
+    split = store.split()
+    if not train_nodes or train_nodes >= len(split["train"]):
+        return store
+    dest = store.path.parent / f"{store.path.name}-train{train_nodes}"
+    if not (dest / "meta.json").is_file():
+        tmp = dest.with_name(dest.name + ".tmp")
+        tmp.mkdir(parents=True, exist_ok=True)
+        for source in store.path.iterdir():
+            if source.is_file() and source.name not in ("split.npz", "meta.json"):
+                target = tmp / source.name
+                target.unlink(missing_ok=True)
+                os.link(source, target)
+        chosen = np.random.default_rng(0).choice(split["train"], train_nodes, replace=False)
+        np.savez(tmp / "split.npz", **{**split, "train": np.sort(chosen)})
+        meta = {**store.meta, "name": f"{store.name}-train{train_nodes}"}
+        (tmp / "meta.json").write_text(json.dumps(meta, indent=2))
+        tmp.rename(dest)
+    return GraphStore(dest)
+
+
 def available_frameworks() -> dict[str, str]:
     """Baseline name -> why it is missing (empty string when it can run)."""
     missing = {"pyg": "", "dgl": ""}
@@ -128,7 +165,7 @@ def test_framework_epoch_time(benchmark):
     runners = {name: run for name, run in runners.items() if not missing.get(name)}
     if len(runners) == 1:
         pytest.skip("; ".join(missing.values()))
-    store = prepare_dataset(dataset_config(DATASET))
+    store = with_train_sample(prepare_dataset(dataset_config(DATASET)), TRAIN_NODES)
     threads = THREADS
 
     def interleaved() -> dict[str, list[tuple[float, float]]]:
@@ -144,7 +181,8 @@ def test_framework_epoch_time(benchmark):
     loads = [os.getloadavg()[0]]  # the machine's share of others' work, stated with the figures
     rounds = benchmark.pedantic(interleaved, rounds=1, iterations=1)
     loads.append(os.getloadavg()[0])
-    print(f"\n{DATASET}, {threads} threads, {ROUNDS} rounds of {EPOCHS} epochs, "
+    sample = f", {len(store.split()['train'])} training nodes" if TRAIN_NODES else ""
+    print(f"\n{DATASET}{sample}, {threads} threads, {ROUNDS} rounds of {EPOCHS} epochs, "
           f"load {loads[0]:.1f} -> {loads[1]:.1f}")  # fmt: skip
     for column, label in ((0, "epoch ratio"), (1, "cpu ratio")):
         seconds = {name: [pair[column] for pair in pairs] for name, pairs in rounds.items()}
@@ -152,7 +190,9 @@ def test_framework_epoch_time(benchmark):
         benchmark.extra_info.update(
             {f"{label.split()[0]}_gnnbench_over_{name}": ratio for name, ratio in ratios.items()}
         )
-    benchmark.extra_info.update(dataset=DATASET, threads=threads, rounds=rounds, loads=loads)
+    benchmark.extra_info.update(
+        dataset=DATASET, train_nodes=TRAIN_NODES, threads=threads, rounds=rounds, loads=loads
+    )
     for name, why in missing.items():
         if why:
             print(f"{name:<10} {'not run':>15}  {why}", file=sys.stdout)
