@@ -23,6 +23,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from pathlib import Path
@@ -168,7 +169,9 @@ def build_partitions(
     `node_data=False` writes the structure and local splits only (no feature or label rows).
     """
     owner = np.ascontiguousarray(owner, dtype=np.int32)
+    started = time.perf_counter()
     members, edge_count, dropped, passes = _route_edges(store, owner, p, hops, out_dir, chunk_edges)
+    routed = time.perf_counter()
     role = _role_array(store)
     workers = max(1, min(p, STRUCTURE_WORKERS, _usable_cpus()))
 
@@ -185,12 +188,18 @@ def build_partitions(
         for done in pool.map(build_every, range(workers)):
             built.update(done)
     sizes = [built[i] for i in range(p)]
+    structured = time.perf_counter()
     if node_data:
         _write_node_data(store, owner, members, sizes, out_dir)
+    phases = {  # where the step's time goes, logged beside gnn_ready_time_s
+        "gnn_ready_route_s": routed - started,
+        "gnn_ready_structure_s": structured - routed,
+        "gnn_ready_rows_s": time.perf_counter() - structured,
+    }
     # hops >= 1: each cut edge sits in its owners' partitions, counted once by local_csr;
     # hops = 0: no partition holds a cut edge, so the routing counted them
     cut = sum(size.pop("cut") for size in sizes) + dropped
-    return _metrics(store, owner, p, sizes, edge_count, cut, role, passes)
+    return {**_metrics(store, owner, p, sizes, edge_count, cut, role, passes), **phases}
 
 
 def _usable_cpus() -> int:

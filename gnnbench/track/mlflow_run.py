@@ -33,6 +33,9 @@ PARTITION_METRICS = (
     "partition_rss_mb",
     "gnn_ready_time_s",
     "gnn_ready_peak_mb",
+    "gnn_ready_route_s",
+    "gnn_ready_structure_s",
+    "gnn_ready_rows_s",
     "passes",
 )
 TRAIN_METRICS = (
