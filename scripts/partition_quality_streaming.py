@@ -59,6 +59,11 @@ CONFIGS: dict[str, tuple[str, dict]] = {
     "heistream": ("heistream", {}),  # buffer_nodes 4096: the peak runs only
     "heistream buffer=1024": ("heistream", {"buffer_nodes": 1024}),
     "heistream buffer=1024 refine=3": ("heistream", {"buffer_nodes": 1024, "refine_passes": 3}),
+    # do more passes close the rest of the gap? (refinement stops early once a pass moves nothing)
+    "ldg passes=10 refine=10": ("ldg", {"passes": 10, "refine_passes": 10}),
+    "fennel passes=10 refine=10": ("fennel", {"passes": 10, "refine_passes": 10}),
+    "grem refine=10": ("grem", {"refine_passes": 10}),
+    "heistream buffer=1024 refine=10": ("heistream", {"buffer_nodes": 1024, "refine_passes": 10}),
 }
 
 
