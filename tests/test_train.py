@@ -260,8 +260,8 @@ def test_model_avg_trains_on_a_book_without_halo(graph, tmp_path, monkeypatch):
         store, partitioner=PartitionSpec.defaults("hash", hops=0), p=2, seed=0
     )
     assert book.path != with_halo and book.meta["metrics"]["replication_factor"] == 1.0
-    sizes = [PartitionBook(book.path).load(i) for i in range(2)]
-    assert all(part.num_owned == len(part.nodes) for part in sizes)
+    parts = [PartitionBook(book.path).load(i) for i in range(2)]
+    assert all(part.num_owned == len(part.nodes) for part in parts)
     result = run_training(
         store_path=store.path, book_path=book.path, spec=spec({"mode": "model_avg", **FAST})
     )
