@@ -21,6 +21,24 @@ one bounded window at a time. The stats hold the cut on entry (`refine_cut_0`, c
 first pass from the rows' later neighbours, which nothing has moved yet) and, per pass i, the
 moves (`refine_moves_<i>`) and the cut after it (`refine_cut_<i>`, exact: each move's gain is
 known), in edges.
+
+`partitioner.refine_objective: replication` (default `edge_cut`, the rule above) runs the same
+passes against the replication factor instead: RF = 1 + H / |V|, where the halo count H sums,
+over the nodes v, the blocks other than v's own that hold a neighbour of v (DESIGN.md's
+sum_i |O_i ∪ N(O_i)| = |V| + H). METIS and the cut rule minimise cut edges, a proxy; this
+minimises what a GNN partition stores and exchanges. Moving v from block a to block t changes H by
+
+    [v has a neighbour in a] - [v has a neighbour in t]                  (v's own halo entries)
+    + sum over neighbours u of v:  [t != owner(u) and u has no neighbour in t yet]
+                                 - [a != owner(u) and v is u's only neighbour in a]
+
+so each node keeps its neighbour count per block: a |V| x p matrix of uint8 (|V| * p bytes, 16 MB
+for a million nodes at p = 16; built by one more stream over the CSR, updated at every move;
+a count that reaches 255 stays there, exact below). v may move to a block t holding one of its
+neighbours and with room under the same bound, the one with the lowest (ΔH, Δcut, size(t), t),
+when that lowers (H, cut, sum of squared block sizes) lexicographically: H never grows, and the
+passes end. The stats add `refine_halo_0` and `refine_halo_<i>` (H on entry and after pass i;
+exact while no count saturates; the cut stays exact).
 """
 
 from __future__ import annotations
@@ -35,10 +53,12 @@ import numpy as np
 from gnnbench.data.adjacency import ensure_adjacency
 from gnnbench.data.store import GraphStore
 from gnnbench.partition.base import PartitionResult
+from gnnbench.partition.spec import check_refine_objective
 
 # Bump when refinement's output changes: part of the cache key of every refined book.
 REFINE_VERSION = "2"
 REFINE_SLACK = 1.03  # a refined block may hold up to 3% over the mean (or the entry maximum)
+COUNT_CAP = 255  # a uint8 neighbour count saturates here (and is then never decremented)
 
 
 @numba.njit(cache=True)
@@ -78,18 +98,119 @@ def _refine_block(nodes, starts, stops, indices, owner, sizes, bound, counts, co
     return moves, gain, entry_cut
 
 
+@numba.njit(cache=True)
+def _count_block(nodes, starts, stops, indices, owner, counts):
+    """Fill the rows' neighbour counts per block; return (cut edges counted twice, halo)."""
+    p = counts.shape[1]
+    cut_ends = 0
+    halo = 0
+    for i in range(nodes.shape[0]):
+        v = nodes[i]
+        for e in range(starts[i], stops[i]):
+            u = indices[e]
+            if u == v:
+                continue
+            block = owner[u]
+            if counts[v, block] < COUNT_CAP:
+                counts[v, block] += 1
+            if block != owner[v]:
+                cut_ends += 1
+        for j in range(p):
+            if j != owner[v] and counts[v, j] > 0:
+                halo += 1
+    return cut_ends, halo
+
+
+@numba.njit(cache=True)
+def _replication_block(
+    nodes, starts, stops, indices, owner, sizes, bound, counts, targets, halo_deltas, row_counts
+):
+    """One pass's replication moves over one block of rows; return (moves, halo gain, cut gain)."""
+    p = sizes.shape[0]
+    moves = 0
+    halo_gain = 0
+    cut_gain = 0
+    for i in range(nodes.shape[0]):
+        v = nodes[i]
+        home = owner[v]
+        k = 0
+        for j in range(p):  # candidate blocks: a neighbour there, and room under the bound
+            if j != home and counts[v, j] > 0 and sizes[j] + 1 <= bound:
+                targets[k] = j
+                halo_deltas[k] = 0
+                k += 1
+        if k == 0:
+            continue
+        leaves = 0  # neighbours u for which v is the last neighbour in home (u outside home)
+        row_counts[:] = 0  # v's neighbours per block, exact (the matrix row may be saturated)
+        for e in range(starts[i], stops[i]):
+            u = indices[e]
+            if u == v:
+                continue
+            block = owner[u]
+            row_counts[block] += 1
+            if block != home and counts[u, home] == 1:
+                leaves += 1
+            for c in range(k):
+                if block != targets[c] and counts[u, targets[c]] == 0:
+                    halo_deltas[c] += 1  # u would gain targets[c] as a halo block
+        own_home = 1 if row_counts[home] > 0 else 0
+        best = -1
+        best_halo = 0
+        best_cut = 0
+        for c in range(k):
+            t = targets[c]
+            halo_delta = own_home - 1 - leaves + halo_deltas[c]
+            cut_delta = row_counts[home] - row_counts[t]
+            if best == -1 or (halo_delta, cut_delta, sizes[t]) < (best_halo, best_cut, sizes[best]):
+                best, best_halo, best_cut = t, halo_delta, cut_delta
+        if not (
+            best_halo < 0
+            or (best_halo == 0 and best_cut < 0)
+            or (best_halo == 0 and best_cut == 0 and sizes[best] + 1 < sizes[home])
+        ):
+            continue
+        owner[v] = best
+        sizes[home] -= 1
+        sizes[best] += 1
+        moves += 1
+        halo_gain -= best_halo
+        cut_gain -= best_cut
+        for e in range(starts[i], stops[i]):
+            u = indices[e]
+            if u == v:
+                continue
+            if counts[u, home] < COUNT_CAP:
+                counts[u, home] -= 1
+            if counts[u, best] < COUNT_CAP:
+                counts[u, best] += 1
+    return moves, halo_gain, cut_gain
+
+
 def refine_bound(sizes: np.ndarray, num_nodes: int, p: int) -> int:
     """Largest block size a move may produce: the entry maximum or 3% over the mean."""
     return max(int(sizes.max()), math.ceil(REFINE_SLACK * num_nodes / p))
 
 
-def refine(store: GraphStore, owner: np.ndarray, p: int, passes: int) -> dict[str, Any]:
+def refine(
+    store: GraphStore, owner: np.ndarray, p: int, passes: int, objective: str = "edge_cut"
+) -> dict[str, Any]:
     """Refine `owner` (int32, modified in place) by up to `passes` passes; return the stats."""
+    check_refine_objective(objective)
     adjacency = ensure_adjacency(store)
     sizes = np.bincount(owner, minlength=p).astype(np.int64)
     bound = refine_bound(sizes, store.num_nodes, p)
-    counts = np.zeros(p, dtype=np.int64)
     stats: dict[str, Any] = {"refine_passes": passes, "refine_bound": bound}
+    if objective == "edge_cut":
+        _cut_passes(adjacency, owner, sizes, bound, passes, stats)
+    else:
+        _replication_passes(adjacency, owner, sizes, bound, passes, stats)
+    stats["refine_stream_passes"] = adjacency.passes
+    return stats
+
+
+def _cut_passes(adjacency, owner, sizes, bound, passes, stats) -> None:
+    counts = np.zeros(len(sizes), dtype=np.int64)
     cut = 0
     for i in range(1, passes + 1):
         moves = gain = 0
@@ -116,12 +237,53 @@ def refine(store: GraphStore, owner: np.ndarray, p: int, passes: int) -> dict[st
         stats[f"refine_cut_{i}"] = int(cut)
         if moves == 0:
             break
-    stats["refine_stream_passes"] = adjacency.passes
-    return stats
+
+
+def _replication_passes(adjacency, owner, sizes, bound, passes, stats) -> None:
+    p = len(sizes)
+    counts = np.zeros((len(owner), p), dtype=np.uint8)
+    cut_ends = halo = 0
+    for block in adjacency.blocks("id"):  # one stream fills the counts
+        block_cut_ends, block_halo = _count_block(
+            block.nodes, block.starts, block.stops, block.indices, owner, counts
+        )
+        cut_ends += block_cut_ends
+        halo += block_halo
+    block = None
+    cut = cut_ends // 2
+    stats["refine_cut_0"], stats["refine_halo_0"] = int(cut), int(halo)
+    targets = np.zeros(p, dtype=np.int64)
+    halo_deltas = np.zeros(p, dtype=np.int64)
+    row_counts = np.zeros(p, dtype=np.int64)
+    for i in range(1, passes + 1):
+        moves = 0
+        for block in adjacency.blocks("id"):
+            block_moves, halo_gain, cut_gain = _replication_block(
+                block.nodes,
+                block.starts,
+                block.stops,
+                block.indices,
+                owner,
+                sizes,
+                bound,
+                counts,
+                targets,
+                halo_deltas,
+                row_counts,
+            )
+            moves += block_moves
+            halo -= halo_gain
+            cut -= cut_gain
+        block = None
+        stats[f"refine_moves_{i}"] = int(moves)
+        stats[f"refine_cut_{i}"] = int(cut)
+        stats[f"refine_halo_{i}"] = int(halo)
+        if moves == 0:
+            break
 
 
 def refine_result(
-    store: GraphStore, result: PartitionResult, p: int, passes: int
+    store: GraphStore, result: PartitionResult, p: int, passes: int, objective: str = "edge_cut"
 ) -> PartitionResult:
     """The stage's hook: refine a partitioner's owners when passes > 0, adding the passes made."""
     if passes <= 0:
@@ -130,7 +292,7 @@ def refine_result(
     if owner.shape != (store.num_nodes,) or (len(owner) and (owner.min() < 0 or owner.max() >= p)):
         return result  # the stage's owner check names the partitioner that returned this
     owner = owner.astype(np.int32)  # a copy: the partitioner's array may be read-only or shared
-    stats = refine(store, owner, p, passes)
+    stats = refine(store, owner, p, passes, objective)
     result.stats["passes"] = int(result.stats.get("passes", 0)) + stats["refine_stream_passes"]
     result.stats.update(stats)
     result.owner = owner
@@ -144,19 +306,20 @@ def prepare_refine(store: GraphStore) -> None:
 
 
 def _warm_up() -> None:
-    """Compile the kernel for both id widths, read-only (mapped windows) or not, on a path."""
+    """Compile the kernels for both id widths, read-only (mapped windows) or not, on a path."""
     for dtype, writeable in itertools.product((np.int32, np.int64), (True, False)):
         indices = np.array([1, 0, 2, 1], dtype=dtype)
         indices.setflags(write=writeable)
-        owner = np.array([0, 1, 1], dtype=np.int32)
-        _refine_block(
+        rows = (
             np.arange(3, dtype=np.int64),
             np.array([0, 1, 3], dtype=np.int64),
             np.array([1, 3, 4], dtype=np.int64),
             indices,
-            owner,
-            np.array([1, 2], dtype=np.int64),
-            3,
-            np.zeros(2, dtype=np.int64),
-            True,
         )
+        owner = np.array([0, 1, 1], dtype=np.int32)
+        sizes = np.array([1, 2], dtype=np.int64)
+        _refine_block(*rows, owner, sizes, 3, np.zeros(2, dtype=np.int64), True)
+        counts = np.zeros((3, 2), dtype=np.uint8)
+        _count_block(*rows, owner, counts)
+        scratch = [np.zeros(2, dtype=np.int64) for _ in range(3)]
+        _replication_block(*rows, owner, sizes, 3, counts, *scratch)

@@ -21,8 +21,11 @@ from gnnbench.spec_keys import ReadOnlyMap, check_keys, plain, whole_at_least
 # Keys of the shared block (conf/config.yaml); a partitioner function taking one of them as a
 # keyword (chunk_edges) receives the shared value.
 SHARED_KEYS = ("hops", "chunk_edges", "memory_limit_gb", "max_vertex_balance", "refine_passes")
+SHARED_KEYS += ("refine_objective",)
 # Shared keys that change whether a partition runs or what is reported, never the book itself.
 NOT_IN_BOOK_KEY = ("memory_limit_gb", "max_vertex_balance")
+# What the refinement post-pass may lower (gnnbench/partition/refine.py).
+REFINE_OBJECTIVES = ("edge_cut", "replication")
 
 
 def own_keys(partition_fn: PartitionFn) -> tuple[str, ...]:
@@ -50,6 +53,7 @@ class PartitionSpec:
     memory_limit_gb: float | None
     max_vertex_balance: float | None
     refine_passes: int
+    refine_objective: str
     params: Mapping[str, Any] = field(default_factory=ReadOnlyMap)
 
     @classmethod
@@ -70,6 +74,7 @@ class PartitionSpec:
             memory_limit_gb=_positive_or_none(config, "memory_limit_gb"),
             max_vertex_balance=_positive_or_none(config, "max_vertex_balance"),
             refine_passes=whole_at_least("partitioner.refine_passes", config["refine_passes"], 0),
+            refine_objective=check_refine_objective(config["refine_objective"]),
             params=ReadOnlyMap({key: config[key] for key in own}),
         )
 
@@ -102,9 +107,21 @@ class PartitionSpec:
         chunk_edges only where the algorithm streams by it (the GNN-ready step's output does not
         depend on it). The same dict as the composed config gave before PartitionSpec."""
         identity = {"name": self.name, "hops": self.hops, "refine_passes": self.refine_passes}
+        if self.refine_passes and self.refine_objective != "edge_cut":  # older keys stay valid
+            identity["refine_objective"] = self.refine_objective
         if takes_keyword(PARTITIONERS.get(self.name), "chunk_edges"):
             identity["chunk_edges"] = self.chunk_edges
         return {**identity, **dict(self.params)}
+
+
+def check_refine_objective(value: Any) -> str:
+    """partitioner.refine_objective checked (refine.py reads the choice)."""
+    if value not in REFINE_OBJECTIVES:
+        raise ConfigError(
+            f"partitioner.refine_objective: expected one of {', '.join(REFINE_OBJECTIVES)}, "
+            f"got {value!r}"
+        )
+    return str(value)
 
 
 def default_config(name: str) -> dict[str, Any]:

@@ -198,7 +198,13 @@ def partition_into(
     with atomic_directory(dest) as tmp:
         result, peak_mb, seconds = _tracked(
             tmp / "partition.memray",
-            lambda: refine_result(store, partitioner.run(store, p, seed), p, refine_passes),
+            lambda: refine_result(
+                store,
+                partitioner.run(store, p, seed),
+                p,
+                refine_passes,
+                partitioner.refine_objective,
+            ),
             name,
             limit_bytes,
         )
