@@ -3,8 +3,8 @@
 Every streaming partitioner on a fixed set of small graphs at p=4 with seed 0 (the in-memory METIS
 baselines are checked in tests/test_baselines.py); replication factor, edge cut and vertex balance
 worse by more than 1% than bench/baselines/quality.json fails, naming partitioner, graph, p and
-both values. Restreaming (`passes`) and the refinement post-pass (`refine_passes`) are gated on
-cora at p=4 as their own keys (VARIANTS).
+both values. Restreaming (`passes`) and the refinement post-pass (`refine_passes`, both
+`refine_objective`s) are gated on cora at p=4 as their own keys (VARIANTS).
 """
 
 from __future__ import annotations
@@ -53,20 +53,27 @@ def test_partition_quality(name, graph, quality_gates, tmp_path):
     quality_gates.check(partition_quality(name, graph, tmp_path), "lower")
 
 
-# key prefix -> (partitioner, overrides of its config file, refine_passes)
+# key prefix -> (partitioner, overrides of its config file and of the shared keys)
 VARIANTS = {
-    "ldg-passes3": ("ldg", {"passes": 3}, 0),
-    "ldg-refine2": ("ldg", {}, 2),
+    "ldg-passes3": ("ldg", {"passes": 3}),
+    "ldg-refine2": ("ldg", {"refine_passes": 2}),
+    "ldg-refine2-replication": ("ldg", {"refine_passes": 2, "refine_objective": "replication"}),
+    "grem-refine10-replication": (
+        "grem",
+        {"refine_passes": 10, "refine_objective": "replication"},
+    ),
 }
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_variant_quality(variant, quality_gates, tmp_path):
-    name, overrides, refine_passes = VARIANTS[variant]
+    name, overrides = VARIANTS[variant]
     store = gate_store("cora")
-    result = PartitionSpec.defaults(name, **overrides).run(store, P, 0)
-    owner = refine_result(store, result, P, refine_passes).owner
-    metrics = build_partitions(store, owner, P, tmp_path)
+    spec = PartitionSpec.defaults(name, **overrides)
+    result = refine_result(
+        store, spec.run(store, P, 0), P, spec.refine_passes, spec.refine_objective
+    )
+    metrics = build_partitions(store, result.owner, P, tmp_path)
     figures = {f"{variant}/cora/p{P}/{metric}": metrics[metric] for metric in GATED_METRICS}
     quality_gates.check(figures, "lower")
 

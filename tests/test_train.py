@@ -235,17 +235,64 @@ def test_centralized_multilabel(tmp_path):
 
 
 @pytest.mark.distributed
-def test_model_avg_two_workers_matches_one_worker(graph):
+@pytest.mark.parametrize("optimizer_state", ["local", "reset", "average"])
+def test_model_avg_two_workers_matches_one_worker(graph, optimizer_state):
     """Each partition trains from the same averaged model with seeds of its own, so the run does
-    not depend on which rank trains which partition (up to float rounding of thread counts)."""
+    not depend on which rank trains which partition (up to float rounding of thread counts); with
+    averaged Adam moments, that holds only if the second all-reduce averages them over ranks."""
     store, book = graph
-    train = {"mode": "model_avg", **FAST, "epochs": 4}
+    train = {"mode": "model_avg", **FAST, "epochs": 4, "optimizer_state": optimizer_state}
     two = run_training(store_path=store.path, book_path=book, spec=spec(train, SAGE, 2, 2))
     assert RESULT_KEYS <= set(two.as_dict()) and two.world_size == 2 and two.sync_time_s > 0
     assert [e["val_f1_micro"] is not None for e in two.history] == [False, True, False, True]
     one = run_training(store_path=store.path, book_path=book, spec=spec(train, SAGE, 1, 2))
     losses = [[e["train_loss"] for e in run.history] for run in (one, two)]
     assert np.allclose(losses[0], losses[1], rtol=1e-3)
+
+
+def test_optimizer_state_changes_the_run(graph):
+    """local, reset and average train differently from the second round on (the first starts
+    from fresh Adam states in all three)."""
+    store, book = graph
+    losses = {}
+    for optimizer_state in ("local", "reset", "average"):
+        train = {"mode": "model_avg", **FAST, "optimizer_state": optimizer_state}
+        result = run_training(store_path=store.path, book_path=book, spec=spec(train))
+        losses[optimizer_state] = [e["train_loss"] for e in result.history]
+    assert losses["local"][0] == losses["reset"][0] == losses["average"][0]
+    assert len({tuple(curve[1:]) for curve in losses.values()}) == 3
+
+
+def test_averaged_adam_moments_are_weighted_by_training_nodes():
+    from types import SimpleNamespace
+
+    from gnnbench.train.modes.model_avg import ModelAverage
+
+    model = torch.nn.Linear(3, 2)
+    parts = [
+        SimpleNamespace(num_train=n, optimizer=torch.optim.Adam(model.parameters()))
+        for n in (1, 3, 0)
+    ]
+    for scale, part in zip((1.0, -2.0), parts[:2], strict=False):  # the third never steps
+        part.optimizer.zero_grad()
+        (scale * model(torch.ones(4, 3)).sum()).backward()
+        part.optimizer.step()
+    before = [
+        {key: part.optimizer.state[model.weight][key].clone() for key in ("exp_avg", "exp_avg_sq")}
+        for part in parts[:2]
+    ]
+    worker = SimpleNamespace(model=model, parts=parts, total_train=4.0, distributed=False)
+    ModelAverage.average_optimizer_states(SimpleNamespace(worker=worker))
+    for part in parts:  # every partition, the one without training nodes too
+        state = part.optimizer.state[model.weight]
+        for key in ("exp_avg", "exp_avg_sq"):
+            assert torch.allclose(state[key], (before[0][key] + 3 * before[1][key]) / 4)
+        assert state["step"].device.type == "cpu" and float(state["step"]) == 1.0
+
+
+def test_bad_optimizer_state_is_one_line():
+    with pytest.raises(ConfigError, match="train.optimizer_state: expected one of local, reset"):
+        spec({"mode": "model_avg", "optimizer_state": "shared"})
 
 
 def test_model_avg_trains_on_a_book_without_halo(graph, tmp_path, monkeypatch):

@@ -20,6 +20,9 @@ STRATEGIES = ("minibatch", "full", "cluster")  # train.strategy (gnnbench/train/
 BATCHINGS = ("random", "cohesive")  # train.batching, for strategy=minibatch
 # p=auto's memory budget: only the partitioned modes' YAML carries it (centralized has no p).
 OPTIONAL_TRAIN_KEYS = ("worker_mem_gb", "compute_mem_fraction")
+# model_avg's alone: what happens to each partition's Adam moments at a sync
+OPTIONAL_TRAIN_KEYS += ("optimizer_state",)
+OPTIMIZER_STATES = ("local", "reset", "average")
 OPTIONAL_MODEL_KEYS = ("heads",)  # gat's alone
 AXES = ("sync_interval", "seed", "num_workers", "model")  # not keys of the train group
 
@@ -112,6 +115,7 @@ class TrainSpec:
     timeout_s: float
     worker_mem_gb: float | None  # p=auto's budget (partitioned modes)
     compute_mem_fraction: float | None
+    optimizer_state: str | None  # model_avg: local | reset | average (conf/train/model_avg.yaml)
     sync_interval: int  # the job axes training reads
     seed: int
     num_workers: int  # num_gpus
@@ -173,6 +177,10 @@ def _train_values(train: Mapping[str, Any]) -> dict[str, Any]:
         batching=_choice("batching", train["batching"], BATCHINGS),
     )
     values.update({key: train.get(key) for key in OPTIONAL_TRAIN_KEYS})  # auto_num_parts checks
+    if values["optimizer_state"] is not None:
+        values["optimizer_state"] = _choice(
+            "optimizer_state", values["optimizer_state"], OPTIMIZER_STATES
+        )
     return values
 
 

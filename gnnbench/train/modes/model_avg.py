@@ -1,6 +1,11 @@
 """Model averaging (CATGNN / SDT-GNN): rank r trains partitions r, r+W, ... in turn, each
 sync_interval epochs from the current averaged model with its own Adam state, then every rank joins
-one all-reduce that averages the models weighted by owned training nodes."""
+one all-reduce that averages the models weighted by owned training nodes.
+
+`train.optimizer_state` says what happens to the Adam moments at a sync: `local` (CATGNN's code:
+each partition keeps its own, built from its own gradients, across rounds), `reset` (cleared, so
+every round starts Adam afresh from the averaged model) or `average` (exp_avg, exp_avg_sq and
+step averaged with the same weights in a second all-reduce and given to every partition)."""
 
 from __future__ import annotations
 
@@ -42,6 +47,8 @@ class ModelAverage(TrainingMode):
             if part.num_train == 0:
                 continue  # weight 0: it would not change the average
             worker.model.load_state_dict(worker.global_state)
+            if worker.spec.optimizer_state == "reset":
+                part.optimizer.state.clear()
             for epoch in range(first_epoch, first_epoch + length):
                 started, waited = time.perf_counter(), worker.source.wait_s
                 loss, cost = self.train_epoch(part, epoch + 1)
@@ -80,7 +87,49 @@ class ModelAverage(TrainingMode):
         worker.global_state = all_reduce_average(
             weighted_state_sum(states, weights), worker.total_train, distributed=worker.distributed
         )
+        if worker.spec.optimizer_state == "average":
+            self.average_optimizer_states()
         worker.wait_for_device()
         seconds = time.perf_counter() - started
         worker.model.load_state_dict(worker.global_state)
         return waited, seconds
+
+    def average_optimizer_states(self) -> None:
+        """Every partition's Adam moments set to their training-node-weighted average over all
+        partitions of all ranks (a partition that has not stepped yet counts as zeros)."""
+        worker = self.worker
+        params = list(worker.model.parameters())
+        trained = [part for part in worker.parts if part.num_train > 0]
+        states = [_adam_state(part.optimizer, params) for part in trained]
+        weights = [float(part.num_train) for part in trained]
+        if not states:
+            states, weights = [_adam_state(None, params)], [0.0]
+        average = all_reduce_average(
+            weighted_state_sum(states, weights), worker.total_train, distributed=worker.distributed
+        )
+        for part in worker.parts:
+            for index, param in enumerate(params):
+                part.optimizer.state[param] = _adam_entry(average, index)
+
+
+def _adam_state(optimizer: torch.optim.Optimizer | None, params: list) -> State:
+    """One partition's Adam state as a flat State ('<param index>.<name>') on the parameters'
+    device (one all-reduce; Adam keeps `step` on the CPU), zeros where it has none yet."""
+    flat: State = {}
+    for index, param in enumerate(params):
+        state = optimizer.state.get(param, {}) if optimizer is not None else {}
+        flat[f"{index}.step"] = torch.as_tensor(
+            float(state.get("step", 0.0)), dtype=torch.float32, device=param.device
+        )
+        for name in ("exp_avg", "exp_avg_sq"):
+            flat[f"{index}.{name}"] = state.get(name, torch.zeros_like(param)).detach()
+    return flat
+
+
+def _adam_entry(average: State, index: int) -> dict[str, torch.Tensor]:
+    """The averaged state of parameter `index` in Adam's own layout (a CPU float step)."""
+    return {
+        "step": torch.tensor(float(average[f"{index}.step"])),
+        "exp_avg": average[f"{index}.exp_avg"].clone(),
+        "exp_avg_sq": average[f"{index}.exp_avg_sq"].clone(),
+    }
