@@ -178,6 +178,9 @@ def job_count_line(frame: pd.DataFrame, configs: Sequence[str]) -> str:
     """How many of the jobs the configs plan have a FINISHED run in `frame`."""
     columns, jobs = planned_jobs(configs)
     done = set()
+    if "train.optimizer_state" in columns and "train.mode" in frame:  # older runs lack the key
+        averaged = frame["train.mode"] == "model_avg"
+        frame = frame.assign(**{"train.optimizer_state": optimizer_states(frame).where(averaged)})
     if _has(frame, *columns):
         for row in frame[columns].astype(object).to_dict("records"):
             done.add(_identity({column: _value(value) for column, value in row.items()}))
@@ -453,6 +456,7 @@ def plot_model_avg(frame: pd.DataFrame):
 def local_step_means(frame: pd.DataFrame) -> pd.DataFrame:
     """Test micro-F1 mean, std and n over seeds per (mode, p, epochs, lr), and the worker
     processes that trained them; centralized has no p (0) and one process."""
+    frame = frame[optimizer_states(frame) == "local"]  # claim_4c_adam's are compared apart
     averaged = frame["train.mode"] != "centralized"
     workers = frame.get("num_gpus", pd.Series("?", index=frame.index)).astype(str)
     keyed = frame.assign(
@@ -572,6 +576,9 @@ def local_step_summary(frame: pd.DataFrame) -> str | None:
     cause = local_step_verdict(checks, 20).removeprefix("**Cause:** ").split(". ")[0].rstrip(".")
     shares = [text.split("; ")[-1].rstrip(").") for text, _, kind in checks
               if kind == "short" and "account for" in text]  # fmt: skip
+    adam = adam_state_findings(frame)[0]
+    if adam != UNTESTED_ADAM:
+        shares.append(adam.split("**")[1].rstrip("."))
     return f"why model_avg lost at 20 epochs (claim_4c): {'; '.join([cause, *shares])}"
 
 
@@ -589,13 +596,72 @@ def study_local_steps(frame: pd.DataFrame) -> list[str]:
         cell = _mean_std(row["mean"], row["std"], row["size"])
         lines.append(f"| {mode} | {shown} | {row['workers']} | {epochs:g} | {lr:g} | {cell} |")
     lines += ["", *(f"- {line}" for line in local_step_findings(means)), ""]
-    return [*lines, UNTESTED_CAUSES]
+    return [*lines, *adam_state_lines(frame)]
 
 
-UNTESTED_CAUSES = (
-    "Not tested here: Adam's moments (each partition keeps its own across rounds; none are "
-    "averaged or reset): no train key resets or averages the optimizer state."
+UNTESTED_ADAM = (
+    "Adam's moments: not run yet (`python -m gnnbench -m experiment=claim_4c_adam`: "
+    "train.optimizer_state=reset and average against the local moments above)."
 )
+
+
+def optimizer_states(frame: pd.DataFrame) -> pd.Series:
+    """Each run's train.optimizer_state; runs from before the key kept their moments local."""
+    states = frame.get("train.optimizer_state", pd.Series(index=frame.index, dtype=object))
+    return states.fillna("local").replace({"None": "local", "": "local"})
+
+
+def adam_state_means(frame: pd.DataFrame, epochs: int = 20, p: int = 4) -> pd.DataFrame:
+    """model_avg at p and `epochs` (base lr): test micro-F1 mean, std, n per optimizer_state."""
+    keyed = frame.assign(optimizer_state=optimizer_states(frame))
+    chosen = keyed[
+        (keyed["train.mode"] == "model_avg")
+        & (keyed["p"].astype(float) == p)
+        & (keyed["train.epochs"].astype(float) == epochs)
+        & (keyed.get("train.lr", BASE_LR) == BASE_LR)
+    ]
+    return chosen.groupby("optimizer_state")["test_f1_micro"].agg(["mean", "std", "size"])
+
+
+def adam_state_findings(frame: pd.DataFrame, epochs: int = 20, p: int = 4) -> list[str]:
+    """What resetting or averaging Adam's moments does to model_avg's F1 at `epochs`."""
+    means = adam_state_means(frame, epochs, p)
+    centralized = _f1(local_step_means(frame), "centralized", 0, epochs)
+    if "local" not in means.index or len(means) < 2 or centralized is None:
+        return [UNTESTED_ADAM]
+    local = float(means.loc["local", "mean"])
+    gap = local - centralized
+    found = []
+    for state in ("reset", "average"):
+        if state not in means.index:
+            continue
+        change = float(means.loc[state, "mean"]) - local
+        closes = f", {change / -gap:.0%} of the gap" if gap < -F1_TOLERANCE / 2 else ""
+        found.append(f"{state}: {change:+.3f} against local{closes}")
+    best = max(float(means.loc[state, "mean"]) for state in means.index) - local
+    if best <= F1_TOLERANCE / 2:
+        cause = f"not Adam's state: neither reset nor average gains more than {F1_TOLERANCE / 2}"
+    elif gap < 0 and best >= -gap - F1_TOLERANCE / 2:
+        cause = "Adam's state: handling the moments differently closes the gap"
+    else:
+        cause = "Adam's state explains part of it"
+    return [
+        f"Adam's moments (model_avg p={p}, {epochs} epochs; local: each partition keeps its own, "
+        f"{local:.3f}, {gap:+.3f} against centralized): {'; '.join(found)}. **{cause}.**"
+    ]
+
+
+def adam_state_lines(frame: pd.DataFrame) -> list[str]:
+    means = adam_state_means(frame) if _has(frame, "train.mode", "p", "train.epochs") else None
+    if means is None or len(means) < 2:
+        return [UNTESTED_ADAM]
+    lines = [
+        "| train.optimizer_state (model_avg p=4, 20 epochs) | test micro-F1 (mean ± std over seeds) |",
+        "|---|---|",
+    ]
+    for state, row in means.iterrows():
+        lines.append(f"| {state} | {_mean_std(row['mean'], row['std'], row['size'])} |")
+    return [*lines, "", *(f"- {line}" for line in adam_state_findings(frame))]
 
 
 # --- claim 5: hops -----------------------------------------------------------------------------
@@ -933,7 +999,7 @@ CLAIMS = (
         study=Study(
             "claim_4c",
             ("claim_4c_centralized", "claim_4c_one_part", "claim_4c_local_steps", "claim_4c_long",
-             "claim_4c_lr"),
+             "claim_4c_lr", "claim_4c_adam"),
             study_local_steps,
             local_step_summary,
         ),

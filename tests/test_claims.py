@@ -234,6 +234,8 @@ def _store(root: Path) -> str:
         params.update({"train.mode": "model_avg", "p": 4, "train.epochs": 20, "train.lr": 0.04})
         if mode == "centralized" and epochs == 5:  # once per seed: lr 4x, half the gap left
             job(study, f"lr{seed}", params, {"test_f1_micro": 0.85 + 0.002 * seed})
+            params.update({"train.lr": 0.01, "train.optimizer_state": "average"})
+            job(study, f"avg{seed}", params, {"test_f1_micro": 0.80 + 0.002 * seed})
     return uri
 
 
@@ -267,7 +269,13 @@ def test_table_from_a_fixture_store(tmp_path):
         assert f"](claims/claim_{number}.png)" in text
     assert not (doc.parent / "claims" / "claim_4.png").exists()
     assert "FINISHED: 0 of the 36 jobs" in text  # claim 4: the fixture's graph "g" is none planned
-    assert "FINISHED: 18 of the 24 jobs `claim_4c_centralized`" in text  # p=2, lr 0.02 missing
+    # p=2, lr 0.02 and optimizer_state=reset missing
+    assert "FINISHED: 21 of the 30 jobs `claim_4c_centralized`" in text
+    assert "| average | 0.802 ± 0.002 (n=3) |" in text and "| local | 0.797 ± 0.002 (n=3) |" in text
+    assert (
+        "average: +0.005 against local, 5% of the gap. **not Adam's state: neither reset nor "
+        "average gains more than 0.01.**" in text
+    )
     assert "| model_avg | 4 | 2 | 80 | 0.01 | 0.907 ± 0.002 (n=3) |" in text
     assert "| model_avg | 1 | 1 | 20 | 0.01 | 0.897 ± 0.002 (n=3) |" in text
     assert "| centralized | — | 1 | 5 | 0.01 | 0.802 ± 0.002 (n=3) |" in text
@@ -276,7 +284,8 @@ def test_table_from_a_fixture_store(tmp_path):
     assert "**Cause:** local steps per round. Every step-count prediction held (3/3)" in text
     assert (
         "; why model_avg lost at 20 epochs (claim_4c): local steps per round; fewer steps account "
-        "for 95% of the -0.105 |" in text
+        "for 95% of the -0.105; not Adam's state: neither reset nor average gains more than "
+        "0.01 |" in text
     )
 
 
