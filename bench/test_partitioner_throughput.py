@@ -2,19 +2,22 @@
 
 Each result carries `degree_passes`: its median time over the median time of one compiled degree
 pass over the same edges, measured in the same run. That ratio is the speed gate: more than
-SPEED_MAX_FACTOR x the committed ratio in bench/baselines/speed.json fails.
+SPEED_MAX_FACTOR x the committed ratio in bench/baselines/speed.json fails. The refinement
+post-pass is gated the same way, one pass per objective.
 """
 
 from __future__ import annotations
 
 import os
 
+import numpy as np
 import pytest
 
 from bench.gates import paired_ratio
 from gnnbench.data.graph_ops import streaming_degree
 from gnnbench.partition.base import PARTITIONERS, streaming_partitioners
-from gnnbench.partition.spec import PartitionSpec
+from gnnbench.partition.refine import prepare_refine, refine
+from gnnbench.partition.spec import REFINE_OBJECTIVES, PartitionSpec
 
 from .conftest import degree_pass_seconds, make_power_law_store
 
@@ -58,3 +61,24 @@ def test_throughput(benchmark, name, large_store, degree_pass, speed_gates):
     )
     benchmark.extra_info["paired_degree_passes"] = ratio
     speed_gates.check({f"{name}/powerlaw-5M/p{P}/degree_passes": ratio}, "speed")
+
+
+@pytest.mark.parametrize("objective", REFINE_OBJECTIVES)
+def test_refinement_throughput(benchmark, objective, large_store, degree_pass, speed_gates):
+    """One refinement pass (partitioner.refine_passes=1) from hash's owners, per objective; the
+    replication objective's extra stream fills its neighbour counts first."""
+    start = PartitionSpec.defaults("hash").run(large_store, P, 0).owner.astype(np.int32)
+    prepare_refine(large_store)  # the CSR is built once per store, outside the timing
+
+    def one_pass():
+        return refine(large_store, start.copy(), P, 1, objective)
+
+    stats = benchmark.pedantic(one_pass, rounds=3, warmup_rounds=1)
+    assert stats["refine_moves_1"] > 0
+    median = benchmark.stats.stats.median
+    benchmark.extra_info.update(edges=large_store.num_edges, degree_passes=median / degree_pass)
+    ratio = paired_ratio(
+        one_pass, lambda: streaming_degree(large_store.edge_stream(), large_store.num_nodes)
+    )
+    benchmark.extra_info["paired_degree_passes"] = ratio
+    speed_gates.check({f"refine-{objective}/powerlaw-5M/p{P}/degree_passes": ratio}, "speed")
