@@ -33,8 +33,9 @@ minimises what a GNN partition stores and exchanges. Moving v from block a to bl
                                  - [a != owner(u) and v is u's only neighbour in a]
 
 so each node keeps its neighbour count per block: a |V| x p matrix of uint8 (|V| * p bytes, 16 MB
-for a million nodes at p = 16; built by one more stream over the CSR, updated at every move;
-a count that reaches 255 stays there, exact below). v may move to a block t holding one of its
+for a million nodes at p = 16, taken out of the CSR window's budget so the peak stays about a
+node stream's; built by one more stream over the CSR, updated at every move; a count that reaches
+255 stays there, exact below). v may move to a block t holding one of its
 neighbours and with room under the same bound, the one with the lowest (ΔH, Δcut, size(t), t),
 when that lowers (H, cut, sum of squared block sizes) lexicographically: H never grows, and the
 passes end. The stats add `refine_halo_0` and `refine_halo_<i>` (H on entry and after pass i;
@@ -50,7 +51,7 @@ from typing import Any
 import numba
 import numpy as np
 
-from gnnbench.data.adjacency import ensure_adjacency
+from gnnbench.data.adjacency import DEFAULT_MAX_ENTRIES, ensure_adjacency
 from gnnbench.data.store import GraphStore
 from gnnbench.partition.base import PartitionResult
 from gnnbench.partition.spec import check_refine_objective
@@ -242,8 +243,14 @@ def _cut_passes(adjacency, owner, sizes, bound, passes, stats) -> None:
 def _replication_passes(adjacency, owner, sizes, bound, passes, stats) -> None:
     p = len(sizes)
     counts = np.zeros((len(owner), p), dtype=np.uint8)
+    # Windows a quarter of a node stream's, less the counts: the counts, the windows and their
+    # per-node arrays (24 bytes a node) then stay under what the node-stream partitioner before
+    # it held (10 M edges, p=16: 138 MB with full windows, LDG's own 123). Windows are mapped,
+    # not copied, so more of them cost little time. Never under 1 Mi entries.
+    itemsize = adjacency.indices_layout.dtype.itemsize
+    entries = max(1 << 20, (DEFAULT_MAX_ENTRIES - counts.nbytes // itemsize) // 4)
     cut_ends = halo = 0
-    for block in adjacency.blocks("id"):  # one stream fills the counts
+    for block in adjacency.blocks("id", max_entries=entries):  # one stream fills the counts
         block_cut_ends, block_halo = _count_block(
             block.nodes, block.starts, block.stops, block.indices, owner, counts
         )
@@ -257,7 +264,7 @@ def _replication_passes(adjacency, owner, sizes, bound, passes, stats) -> None:
     row_counts = np.zeros(p, dtype=np.int64)
     for i in range(1, passes + 1):
         moves = 0
-        for block in adjacency.blocks("id"):
+        for block in adjacency.blocks("id", max_entries=entries):
             block_moves, halo_gain, cut_gain = _replication_block(
                 block.nodes,
                 block.starts,
