@@ -636,8 +636,10 @@ def adam_state_findings(frame: pd.DataFrame, epochs: int = 20, p: int = 4) -> li
         if state not in means.index:
             continue
         change = float(means.loc[state, "mean"]) - local
-        closes = f", {change / -gap:.0%} of the gap" if gap < -F1_TOLERANCE / 2 else ""
-        found.append(f"{state}: {change:+.3f} against local{closes}")
+        share = ""
+        if gap < -F1_TOLERANCE / 2:  # what it does to the gap to centralized
+            share = f", closing {change / -gap:.0%} of the gap" if change > 0 else ", none of it"
+        found.append(f"{state}: {change:+.3f} against local{share}")
     best = max(float(means.loc[state, "mean"]) for state in means.index) - local
     if best <= F1_TOLERANCE / 2:
         cause = f"not Adam's state: neither reset nor average gains more than {F1_TOLERANCE / 2}"

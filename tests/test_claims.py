@@ -273,7 +273,7 @@ def test_table_from_a_fixture_store(tmp_path):
     assert "FINISHED: 21 of the 30 jobs `claim_4c_centralized`" in text
     assert "| average | 0.802 ± 0.002 (n=3) |" in text and "| local | 0.797 ± 0.002 (n=3) |" in text
     assert (
-        "average: +0.005 against local, 5% of the gap. **not Adam's state: neither reset nor "
+        "average: +0.005 against local, closing 5% of the gap. **not Adam's state: neither reset nor "
         "average gains more than 0.01.**" in text
     )
     assert "| model_avg | 4 | 2 | 80 | 0.01 | 0.907 ± 0.002 (n=3) |" in text
