@@ -35,6 +35,7 @@ PEAK_CSV = REPO_ROOT / "docs" / "partition_quality_streaming_peak.csv"
 PEAK_CONFIGS = ("metis", "ldg passes=3 refine=3", "fennel passes=3 refine=3", "heistream")
 PEAK_CONFIGS += ("ldg passes=3 refine=3 replication", "grem refine=10 replication")
 PEAK_CONFIGS += ("quotient ldg refine=10 replication", "quotient grem refine=10 replication")
+PEAK_CONFIGS += ("quotient grem chunk=0.02 refine=10 replication",)
 HEADING = "## Streaming against METIS: restreaming, refinement, HeiStream (issue 16)"
 NEXT_SECTION = (
     "\n## SPRING's replication factor"  # partition_quality_summary.py keeps what precedes
@@ -91,6 +92,11 @@ CONFIGS: dict[str, tuple[str, dict]] = {
     "quotient grem refine=10 replication": (
         "quotient",
         {"base": "grem", "base_keys": {}, **replication_refine(10)},
+    ),
+    # GREM's in-memory METIS seed on its first chunk is its memory: a 2% chunk instead of 10%
+    "quotient grem chunk=0.02 refine=10 replication": (
+        "quotient",
+        {"base": "grem", "base_keys": {"chunk_fraction": 0.02}, **replication_refine(10)},
     ),
 }
 
