@@ -16,7 +16,6 @@ import pytest
 from gnnbench.data.datasets import prepare_dataset
 from gnnbench.partition.base import streaming_partitioners
 from gnnbench.partition.gnn_ready import build_partitions
-from gnnbench.partition.refine import refine_result
 from gnnbench.partition.spec import PartitionSpec
 
 from .conftest import dataset_config, require_raw
@@ -69,10 +68,7 @@ VARIANTS = {
 def test_variant_quality(variant, quality_gates, tmp_path):
     name, overrides = VARIANTS[variant]
     store = gate_store("cora")
-    spec = PartitionSpec.defaults(name, **overrides)
-    result = refine_result(
-        store, spec.run(store, P, 0), P, spec.refine_passes, spec.refine_objective
-    )
+    result = PartitionSpec.defaults(name, **overrides).run_refined(store, P, 0)
     metrics = build_partitions(store, result.owner, P, tmp_path)
     figures = {f"{variant}/cora/p{P}/{metric}": metrics[metric] for metric in GATED_METRICS}
     quality_gates.check(figures, "lower")

@@ -13,7 +13,9 @@ cell the best streaming configuration with vertex_balance <= 1.10 as ratios to M
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import time
 
 import numpy as np
 import pandas as pd
@@ -142,18 +144,17 @@ def peak_runs(num_edges: int, p: int = 16) -> pd.DataFrame:
     from bench.conftest import make_power_law_store
 
     store = make_power_law_store(num_edges)
-    done = pd.read_csv(PEAK_CSV) if PEAK_CSV.is_file() else pd.DataFrame()
-    if len(done):  # rows of this graph at this p are kept, not re-run
-        done = done[(done["graph"] == store.name) & (done["p"] == p)]
-    rows = done.to_dict("records")
-    for label in PEAK_CONFIGS:
-        if any(row["config"] == label for row in rows):
+    rows = pd.read_csv(PEAK_CSV).to_dict("records") if PEAK_CSV.is_file() else []
+    for label in PEAK_CONFIGS:  # rows already there are kept, not re-run
+        if any((r["graph"], r["config"], r["p"]) == (store.name, label, p) for r in rows):
             continue
         name, overrides = CONFIGS[label]
         spec = partitioner_spec(name, overrides)
         book, _ = run_partition_stage(store, partitioner=spec, p=p, seed=0, node_data=False)
         row = {"graph": store.name, "nodes": store.num_nodes, "edges": store.num_edges}
         row |= {"config": label, "p": p} | {column: book.metrics[column] for column in COLUMNS}
+        row |= {"measured_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
+                "load_1m": os.getloadavg()[0]}  # fmt: skip
         print(row, flush=True)
         rows.append(row)
         pd.DataFrame(rows).to_csv(PEAK_CSV, index=False)
@@ -168,14 +169,18 @@ def peak_lines(frame: pd.DataFrame) -> list[str]:
         f"power-law graph) at p = {metis.p}, through the stage (from "
         "docs/partition_quality_streaming_peak.csv):",
         "",
-        "| config | RF | edge cut | vertex balance | time s | peak MB | peak / METIS |",
-        "|---|---|---|---|---|---|---|",
+        "| config | RF | edge cut | vertex balance | time s | peak MB | peak / METIS | measured "
+        "(UTC, 1-min load) |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for row in frame.itertuples():
+        when = getattr(row, "measured_utc", None)
+        when = "not recorded" if pd.isna(when) else f"{when} ({row.load_1m:.1f})"
         lines.append(
             f"| {row.config} | {row.replication_factor:.3f} | {row.edge_cut:.4f} | "
             f"{row.vertex_balance:.3f} | {row.partition_time_s:.3g} | "
-            f"{row.partition_peak_mb:.4g} | {row.partition_peak_mb / metis.partition_peak_mb:.3f} |"
+            f"{row.partition_peak_mb:.4g} | {row.partition_peak_mb / metis.partition_peak_mb:.3f} "
+            f"| {when} |"
         )
     return lines
 
@@ -305,7 +310,8 @@ PUBLISHED = [
     "two objectives, cut-net and connectivity; the authors report it ahead of every (buffered) "
     "streaming partitioner and of the in-memory HYPE on both, at a running time within about "
     "4x of hashing on most instances. Why it matters here: the connectivity (lambda - 1) of the "
-    "hypergraph whose nets are the nodes' neighbourhoods is exactly the halo count H that "
+    "hypergraph whose nets are the nodes' closed neighbourhoods {v} ∪ N(v) is exactly the "
+    "halo count H that "
     "`refine_objective=replication` lowers (RF = 1 + H / |V|), so FREIGHT's connectivity "
     "objective streams towards the GNN's own metric. Not implemented here; its figures "
     "against METIS: not checked.",
@@ -314,8 +320,10 @@ PUBLISHED = [
     "of sub-partitions that is refined with a whole-graph view; reported better edge cut and "
     "communication volume than the streaming vertex partitioners it compares (Fennel, "
     "HeiStream, HDRF, Ginger among them), up to 59% faster analytics and 23% higher "
-    "graph-database throughput, at about streaming latency. Not implemented here; its ratios "
-    "to METIS: not checked.",
+    "graph-database throughput, at about streaming latency. Its coarsening step is "
+    "`partitioner=quotient` here (sub-partitions from any streaming partitioner, METIS on their "
+    "quotient graph instead of Cuttana's own refinement); its buffer is not implemented. Its "
+    "ratios to METIS: not checked.",
     "- BuffCut (Baumgaertner, Chhabra, Faraj & Schulz, arXiv 2602.21248, 2026), newer than the "
     "issue: HeiStream with a priority buffer that builds high-locality batches; reported 20.8% "
     "fewer cut edges than the strongest prioritized-buffer baseline and 15.8% fewer than the "

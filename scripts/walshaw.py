@@ -18,7 +18,6 @@ import numpy as np
 import pandas as pd
 
 from gnnbench.data.datasets import prepare_dataset
-from gnnbench.partition.refine import refine_result
 from gnnbench.partition.spec import PartitionSpec
 from gnnbench.paths import REPO_ROOT, raw_dir
 
@@ -51,9 +50,7 @@ CONFIGS: dict[str, tuple[str, dict]] = {
 
 def cut_and_balance(store, name: str, overrides: dict) -> tuple[int, float]:
     """Cut edges and vertex balance of one configuration at p = 2."""
-    spec = PartitionSpec.defaults(name, **overrides)
-    result = spec.run(store, 2, 0)
-    owner = refine_result(store, result, 2, spec.refine_passes, spec.refine_objective).owner
+    owner = PartitionSpec.defaults(name, **overrides).run_refined(store, 2, 0).owner
     owner = np.asarray(owner, dtype=np.int64)
     edges = store.edges()
     cut = int(np.count_nonzero(owner[edges[:, 0]] != owner[edges[:, 1]]))

@@ -63,6 +63,7 @@ def test_subparts_are_capped_by_the_node_count(cliques):
         ({"base_keys": [1]}, "partitioner.base_keys: expected a mapping"),
         ({"base_keys": {"buffer_nodes": 8}}, "buffer_nodes"),  # not a key of ldg
         ({"subparts_per_part": 0}, "partitioner.subparts_per_part"),
+        ({"base_keys": {"refine_passes": 2}}, "refine_passes is a shared key"),
     ],
 )
 def test_bad_quotient_keys_are_one_line(cliques, keys, message):
@@ -83,3 +84,31 @@ def test_quotient_through_the_stage_with_replication_refinement(cliques, gnnbenc
     stats = before.meta["stats"]
     assert before.metrics["edge_cut"] * cliques.num_edges == stats["quotient_cut_edges"]
     assert after.metrics["replication_factor"] <= before.metrics["replication_factor"]
+    assert "refine_halo_0" in after.meta["stats"]  # the objective reached the post-pass
+
+
+def test_quotient_books_follow_the_base(monkeypatch):
+    """The cache key holds the base's identity (its config defaults) and its code version."""
+    import gnnbench.partition.algorithms.ldg as ldg_module
+    from gnnbench.partition.book import book_path
+
+    def path(**keys):
+        return book_path("g", "f", PartitionSpec.defaults("quotient", **keys), 4, 0)
+
+    first = path()
+    assert path(base_keys={"passes": 2}) != first
+    assert path(chunk_edges=1000, base="grem", base_keys={}) != path(base="grem", base_keys={})
+    monkeypatch.setattr(ldg_module, "VERSION", "next")
+    assert path() != first
+
+
+def test_quotient_with_one_part_or_no_quotient_edges(tmp_path):
+    store = make_store(tmp_path / "loose", [(0, 1), (2, 3), (4, 5)], 9)  # pairs, 3 isolated
+    one = PartitionSpec.defaults("quotient").run(store, 1, 0)
+    assert one.owner.tolist() == [0] * 9
+    sub = np.array([0, 0, 1, 1, 2, 2, 3, 4, 5])  # no edge between sub-partitions
+    weights = quotient_weights(store, sub, 6)
+    assert not weights.any()
+    part = metis_on_quotient(weights, np.bincount(sub), 2, seed=0)
+    loads = np.bincount(part, weights=np.bincount(sub), minlength=2)
+    assert loads.tolist() in ([5, 4], [4, 5])  # largest first onto the lightest part

@@ -198,6 +198,7 @@ def test_replication_refine_counts_saturate_without_breaking_the_halo(tmp_path):
     owner = (np.arange(600) >= 300).astype(np.int32)
     owner[0] = 1
     stats = refine(graph, owner, 2, 4, "replication")
+    assert stats["refine_saturated_counts"] == 2  # the hub's: without the cap they would wrap
     last = max(int(key.rsplit("_", 1)[1]) for key in stats if key.startswith("refine_halo_"))
     assert stats[f"refine_halo_{last}"] == halo_count(graph, owner)
     assert stats[f"refine_cut_{last}"] == edge_cut(graph, owner)

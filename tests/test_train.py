@@ -476,3 +476,8 @@ def test_torchrun_sweep_job_needing_another_backend_is_one_line(monkeypatch):
     monkeypatch.setattr(launch.dist, "get_backend", lambda *args: "nccl")
     with pytest.raises(ConfigError, match="train.backend: this job needs gloo.*group is nccl"):
         launch.join_torchrun_group(spec({"mode": "grad_avg", "backend": "gloo"}))
+
+
+def test_optimizer_state_is_model_avg_only():
+    with pytest.raises(ConfigError, match="train.optimizer_state: only train=model_avg has one"):
+        spec({"mode": "centralized", "optimizer_state": "average"})

@@ -38,8 +38,11 @@ node stream's; built by one more stream over the CSR, updated at every move; a c
 255 stays there, exact below). v may move to a block t holding one of its
 neighbours and with room under the same bound, the one with the lowest (ΔH, Δcut, size(t), t),
 when that lowers (H, cut, sum of squared block sizes) lexicographically: H never grows, and the
-passes end. The stats add `refine_halo_0` and `refine_halo_<i>` (H on entry and after pass i;
-exact while no count saturates; the cut stays exact).
+passes end. The stats add `refine_halo_0` and `refine_halo_<i>` (H on entry and after pass i) and
+`refine_saturated_counts` (matrix entries at 255 at the end). A saturated count of u's neighbours
+in block b can no longer tell when the last of them leaves, so a later move may add b to u's
+halo unseen: while no count saturates, H is tracked exactly and never grows; the cut and v's own
+term are always exact (counted from v's row).
 """
 
 from __future__ import annotations
@@ -134,22 +137,24 @@ def _replication_block(
     for i in range(nodes.shape[0]):
         v = nodes[i]
         home = owner[v]
+        row_counts[:] = 0  # v's neighbours per block, exact (the matrix row may be saturated)
+        for e in range(starts[i], stops[i]):
+            if indices[e] != v:
+                row_counts[owner[indices[e]]] += 1
         k = 0
         for j in range(p):  # candidate blocks: a neighbour there, and room under the bound
-            if j != home and counts[v, j] > 0 and sizes[j] + 1 <= bound:
+            if j != home and row_counts[j] > 0 and sizes[j] + 1 <= bound:
                 targets[k] = j
                 halo_deltas[k] = 0
                 k += 1
         if k == 0:
             continue
         leaves = 0  # neighbours u for which v is the last neighbour in home (u outside home)
-        row_counts[:] = 0  # v's neighbours per block, exact (the matrix row may be saturated)
         for e in range(starts[i], stops[i]):
             u = indices[e]
             if u == v:
                 continue
             block = owner[u]
-            row_counts[block] += 1
             if block != home and counts[u, home] == 1:
                 leaves += 1
             for c in range(k):
@@ -287,6 +292,7 @@ def _replication_passes(adjacency, owner, sizes, bound, passes, stats) -> None:
         stats[f"refine_halo_{i}"] = int(halo)
         if moves == 0:
             break
+    stats["refine_saturated_counts"] = int(np.count_nonzero(counts == COUNT_CAP))
 
 
 def refine_result(

@@ -109,9 +109,20 @@ class PartitionSpec:
         identity = {"name": self.name, "hops": self.hops, "refine_passes": self.refine_passes}
         if self.refine_passes and self.refine_objective != "edge_cut":  # older keys stay valid
             identity["refine_objective"] = self.refine_objective
-        if takes_keyword(PARTITIONERS.get(self.name), "chunk_edges"):
+        partition_fn = PARTITIONERS.get(self.name)
+        if takes_keyword(partition_fn, "chunk_edges"):
             identity["chunk_edges"] = self.chunk_edges
+        nested = getattr(partition_fn, "nested_identity", None)  # a partitioner running another
+        if nested is not None:
+            identity["nested"] = nested(**self.kwargs())
         return {**identity, **dict(self.params)}
+
+    def run_refined(self, store: GraphStore, p: int, seed: int) -> PartitionResult:
+        """`run`, then the refinement post-pass its shared keys ask for (what the stage runs)."""
+        from gnnbench.partition.refine import refine_result  # refine imports this module
+
+        result = self.run(store, p, seed)
+        return refine_result(store, result, p, self.refine_passes, self.refine_objective)
 
 
 def check_refine_objective(value: Any) -> str:

@@ -42,7 +42,7 @@ from gnnbench.partition.memory_limit import (
     peak_of,
     uncapped,
 )
-from gnnbench.partition.refine import prepare_refine, refine_result
+from gnnbench.partition.refine import prepare_refine
 from gnnbench.partition.spec import PartitionSpec
 
 
@@ -189,7 +189,7 @@ def partition_into(
     node_data: bool = True,
 ) -> None:
     """The child's work: measured algorithm, measured GNN-ready step, atomic book."""
-    name, hops, refine_passes = partitioner.name, partitioner.hops, partitioner.refine_passes
+    name, hops = partitioner.name, partitioner.hops
     limit_bytes = memory_limit_bytes(partitioner.memory_limit_gb)
     _prepare_unmeasured(store, partitioner, p, seed)
     import memray  # noqa: F401  (the meter loads before the cap: a tiny cap must fail the partitioner, not the import)
@@ -198,13 +198,7 @@ def partition_into(
     with atomic_directory(dest) as tmp:
         result, peak_mb, seconds = _tracked(
             tmp / "partition.memray",
-            lambda: refine_result(
-                store,
-                partitioner.run(store, p, seed),
-                p,
-                refine_passes,
-                partitioner.refine_objective,
-            ),
+            lambda: partitioner.run_refined(store, p, seed),
             name,
             limit_bytes,
         )

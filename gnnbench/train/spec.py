@@ -178,6 +178,10 @@ def _train_values(train: Mapping[str, Any]) -> dict[str, Any]:
     )
     values.update({key: train.get(key) for key in OPTIONAL_TRAIN_KEYS})  # auto_num_parts checks
     if values["optimizer_state"] is not None:
+        if values["mode"] != "model_avg":  # one Adam state per partition exists there only
+            raise ConfigError(
+                f"train.optimizer_state: only train=model_avg has one, not {values['mode']}"
+            )
         values["optimizer_state"] = _choice(
             "optimizer_state", values["optimizer_state"], OPTIMIZER_STATES
         )

@@ -9,15 +9,18 @@ streaming partitioner (`base`, with `base_keys` over its config file).
 
 1. Sub-partitions: `base` at k parts (k = min(p * subparts_per_part, |V|, MAX_SUBPARTS)).
 2. Quotient graph, one stream over the on-disk CSR (gnnbench.data.adjacency): W[a, b] = edges
-   between sub-partitions a != b, kept dense (k x k int32: 64 MB at the cap of 4096, 1 MB at
-   p = 16 with 32 each); node weights = sub-partition sizes.
+   between sub-partitions a != b, kept dense (k x k int64: 8 MB at the cap of 1024, 2 MB at
+   p = 16 with 32 each; its CSR for METIS at most as much again); node weights = sub-partition
+   sizes. Edge weights are scaled down if their sum would pass METIS's 32-bit range.
 3. METIS k-way (pymetis, seeded with the run's seed) splits the quotient graph into p parts,
    balancing the summed sizes (its default 3% imbalance, over coarse nodes, so a part may end a
    little above: vertex_balance is measured, not promised); node v goes where its sub-partition
-   went.
+   went. A quotient graph without edges is packed largest sub-partition first onto the lightest
+   part instead.
 
 State: the base partitioner's, then O(|V|) (the sub-partition array) plus the k x k matrix and the
-CSR windows. The shared refinement post-pass (`partitioner.refine_passes`, best with
+CSR windows. `partitioner.chunk_edges` reaches the base; the book's cache key holds the base's
+own identity and code version (`nested_identity`). The shared refinement post-pass (`partitioner.refine_passes`, best with
 `refine_objective=replication`) then moves single nodes across the coarse boundaries.
 Deterministic for a given seed (the base's and METIS's).
 """
@@ -38,7 +41,8 @@ from gnnbench.spec_keys import whole_at_least
 
 # Bump when this module's output changes: part of every partition book's cache key.
 VERSION = "1"
-MAX_SUBPARTS = 4096  # the quotient graph's dense matrix is k^2 int32
+MAX_SUBPARTS = 1024  # the quotient graph's dense matrix is k^2 int64
+METIS_MAX_WEIGHT = 2**31 - 1  # METIS's idx_t: the summed edge weights must fit
 
 
 @numba.njit(cache=True)
@@ -54,7 +58,7 @@ def _add_quotient_edges(nodes, starts, stops, indices, sub, weights):
 
 def quotient_weights(store: GraphStore, sub: np.ndarray, k: int) -> np.ndarray:
     """The k x k matrix of edges between sub-partitions (symmetric: the CSR has both ends)."""
-    weights = np.zeros((k, k), dtype=np.int32)
+    weights = np.zeros((k, k), dtype=np.int64)
     for block in ensure_adjacency(store).blocks("id"):
         _add_quotient_edges(block.nodes, block.starts, block.stops, block.indices, sub, weights)
     return weights
@@ -62,18 +66,22 @@ def quotient_weights(store: GraphStore, sub: np.ndarray, k: int) -> np.ndarray:
 
 def metis_on_quotient(weights: np.ndarray, sizes: np.ndarray, p: int, seed: int) -> np.ndarray:
     """METIS k-way of the quotient graph into p parts; the part of every sub-partition."""
+    if p == 1:
+        return np.zeros(len(sizes), dtype=np.int64)
+    if not weights.any():
+        return _pack_largest_first(sizes, p)  # nothing to cut
     try:
         import pymetis
     except ImportError as exc:
         raise ConfigError(
             "partitioner=quotient: pymetis (>= 2025.2) is not installed (pip install pymetis)"
         ) from exc
-    k = len(sizes)
-    if p == 1 or not weights.any():
-        return np.arange(k, dtype=np.int64) % p  # nothing to cut: sub-partitions round-robin
+    total = int(weights.sum())
+    if total > METIS_MAX_WEIGHT:  # keep every edge (weight >= 1), scale the rest down
+        weights = np.maximum(weights // -(-total // (METIS_MAX_WEIGHT // 2)), weights > 0)
     rows, cols = np.nonzero(weights)
-    xadj = np.zeros(k + 1, dtype=np.int64)
-    np.cumsum(np.bincount(rows, minlength=k), out=xadj[1:])
+    xadj = np.zeros(len(sizes) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows, minlength=len(sizes)), out=xadj[1:])
     _, membership = pymetis.part_graph(
         p,
         pymetis.CSRAdjacency(xadj, cols),
@@ -84,8 +92,17 @@ def metis_on_quotient(weights: np.ndarray, sizes: np.ndarray, p: int, seed: int)
     return np.asarray(membership, dtype=np.int64)
 
 
-def _base_spec(base: str, base_keys: Any):
-    from gnnbench.partition.spec import PartitionSpec  # spec imports this registry's base
+def _pack_largest_first(sizes: np.ndarray, p: int) -> np.ndarray:
+    part = np.zeros(len(sizes), dtype=np.int64)
+    loads = np.zeros(p, dtype=np.int64)
+    for index in np.argsort(-sizes, kind="stable"):
+        part[index] = int(np.argmin(loads))
+        loads[part[index]] += sizes[index]
+    return part
+
+
+def _base_spec(base: str, base_keys: Any, chunk_edges: int):
+    from gnnbench.partition.spec import SHARED_KEYS, PartitionSpec  # spec imports the registry
 
     partition_fn = PARTITIONERS.get(base)  # an unknown name fails here, in one line
     if base == "quotient" or getattr(partition_fn, "in_memory_baseline", False):
@@ -94,7 +111,13 @@ def _base_spec(base: str, base_keys: Any):
         )
     if not isinstance(base_keys, Mapping):
         raise ConfigError(f"partitioner.base_keys: expected a mapping of keys, got {base_keys!r}")
-    return PartitionSpec.defaults(base, **dict(base_keys))
+    shared = sorted(set(base_keys) & set(SHARED_KEYS))
+    if shared:
+        raise ConfigError(
+            f"partitioner.base_keys: {', '.join(shared)} is a shared key, set on the partitioner "
+            "itself (partitioner.<key>), not on its base"
+        )
+    return PartitionSpec.defaults(base, **dict(base_keys), chunk_edges=chunk_edges)
 
 
 @PARTITIONERS.register("quotient")
@@ -106,13 +129,18 @@ def quotient(
     base: str,
     base_keys: Mapping[str, Any],
     subparts_per_part: int,
+    chunk_edges: int,
 ) -> PartitionResult:
     """Sub-partitions from `base`, METIS on their quotient graph."""
-    spec = _base_spec(base, base_keys)
+    spec = _base_spec(base, base_keys, chunk_edges)
     per_part = whole_at_least("partitioner.subparts_per_part", subparts_per_part, 1)
+    if p == 1:
+        return PartitionResult(np.zeros(store.num_nodes, dtype=np.int32), {"passes": 0})
     k = max(1, min(p * per_part, store.num_nodes, MAX_SUBPARTS))
     sub_result = spec.run(store, k, seed)
     sub = np.asarray(sub_result.owner, dtype=np.int64)
+    if sub.shape != (store.num_nodes,) or (len(sub) and (sub.min() < 0 or sub.max() >= k)):
+        raise ValueError(f"partitioner.base={base}: its owners are not one part in [0, {k}) a node")
     weights = quotient_weights(store, sub, k)
     sizes = np.bincount(sub, minlength=k)
     part = metis_on_quotient(weights, sizes, p, seed)
@@ -129,9 +157,19 @@ def quotient(
     return PartitionResult(owner, stats)
 
 
+def _nested_identity(*, base, base_keys, subparts_per_part, chunk_edges) -> dict[str, Any]:
+    """What of the base determines the book beyond quotient's own keys: its full identity (its
+    config file's defaults included) and its code version."""
+    from gnnbench.partition.base import algorithm_version
+
+    spec = _base_spec(base, base_keys, chunk_edges)
+    return {"base": spec.book_identity(), "base_code_version": algorithm_version(base)}
+
+
 def _prepare_store(store: GraphStore) -> None:
     """The CSR the quotient stream reads; the base's own view is built by its first run."""
     ensure_adjacency(store)
 
 
 quotient.prepare_store = _prepare_store
+quotient.nested_identity = _nested_identity

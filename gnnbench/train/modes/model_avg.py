@@ -107,9 +107,10 @@ class ModelAverage(TrainingMode):
         average = all_reduce_average(
             weighted_state_sum(states, weights), worker.total_train, distributed=worker.distributed
         )
-        for part in worker.parts:
-            for index, param in enumerate(params):
-                part.optimizer.state[param] = _adam_entry(average, index)
+        entries = [_adam_entry(average, index) for index in range(len(params))]
+        for part in worker.parts:  # each its own copy: Adam updates its state in place
+            for param, entry in zip(params, entries, strict=True):
+                part.optimizer.state[param] = {key: value.clone() for key, value in entry.items()}
 
 
 def _adam_state(optimizer: torch.optim.Optimizer | None, params: list) -> State:
@@ -122,14 +123,15 @@ def _adam_state(optimizer: torch.optim.Optimizer | None, params: list) -> State:
             float(state.get("step", 0.0)), dtype=torch.float32, device=param.device
         )
         for name in ("exp_avg", "exp_avg_sq"):
-            flat[f"{index}.{name}"] = state.get(name, torch.zeros_like(param)).detach()
+            value = state.get(name)
+            flat[f"{index}.{name}"] = torch.zeros_like(param) if value is None else value.detach()
     return flat
 
 
 def _adam_entry(average: State, index: int) -> dict[str, torch.Tensor]:
     """The averaged state of parameter `index` in Adam's own layout (a CPU float step)."""
     return {
-        "step": torch.tensor(float(average[f"{index}.step"])),
-        "exp_avg": average[f"{index}.exp_avg"].clone(),
-        "exp_avg_sq": average[f"{index}.exp_avg_sq"].clone(),
+        "step": average[f"{index}.step"].detach().to("cpu", torch.float32),
+        "exp_avg": average[f"{index}.exp_avg"],
+        "exp_avg_sq": average[f"{index}.exp_avg_sq"],
     }
