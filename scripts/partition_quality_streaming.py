@@ -38,6 +38,7 @@ PEAK_CONFIGS = ("metis", "ldg passes=3 refine=3", "fennel passes=3 refine=3", "h
 PEAK_CONFIGS += ("ldg passes=3 refine=3 replication", "grem refine=10 replication")
 PEAK_CONFIGS += ("quotient ldg refine=10 replication", "quotient grem refine=10 replication")
 PEAK_CONFIGS += ("quotient grem chunk=0.02 refine=10 replication",)
+PEAK_CONFIGS += ("quotient ldg subparts=64 refine=10 replication",)
 HEADING = "## Streaming against METIS: restreaming, refinement, HeiStream (issue 16)"
 NEXT_SECTION = (
     "\n## SPRING's replication factor"  # partition_quality_summary.py keeps what precedes
@@ -94,6 +95,10 @@ CONFIGS: dict[str, tuple[str, dict]] = {
     "quotient grem refine=10 replication": (
         "quotient",
         {"base": "grem", "base_keys": {}, **replication_refine(10)},
+    ),
+    "quotient ldg subparts=64 refine=10 replication": (
+        "quotient",
+        {"subparts_per_part": 64, **replication_refine(10)},
     ),
     # GREM's in-memory METIS seed on its first chunk is its memory: a 2% chunk instead of 10%
     "quotient grem chunk=0.02 refine=10 replication": (
