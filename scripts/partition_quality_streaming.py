@@ -187,6 +187,18 @@ def peak_lines(frame: pd.DataFrame) -> list[str]:
             f"{row.partition_peak_mb:.4g} | {row.partition_peak_mb / metis.partition_peak_mb:.3f} "
             f"| {when} |"
         )
+    within = frame[
+        (frame["partition_peak_mb"] <= 0.05 * metis.partition_peak_mb)
+        & (frame["partition_time_s"] <= metis.partition_time_s)
+    ]
+    if len(within):
+        best = within.loc[within["replication_factor"].idxmin()]
+        lines += [
+            "",
+            f"Within 5% of METIS's memory and its time: {len(within)} configurations; the lowest "
+            f"RF among them is {best.config}'s, {best.replication_factor / metis.replication_factor:.3f}"
+            f"x METIS's (edge cut {best.edge_cut / metis.edge_cut:.3f}x).",
+        ]
     return lines
 
 
