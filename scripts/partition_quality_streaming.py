@@ -39,6 +39,7 @@ PEAK_CONFIGS += ("ldg passes=3 refine=3 replication", "grem refine=10 replicatio
 PEAK_CONFIGS += ("quotient ldg refine=10 replication", "quotient grem refine=10 replication")
 PEAK_CONFIGS += ("quotient grem chunk=0.02 refine=10 replication",)
 PEAK_CONFIGS += ("quotient ldg subparts=64 refine=10 replication",)
+PEAK_CONFIGS += ("quotient ldg subparts=128 refine=10 replication",)
 HEADING = "## Streaming against METIS: restreaming, refinement, HeiStream (issue 16)"
 NEXT_SECTION = (
     "\n## SPRING's replication factor"  # partition_quality_summary.py keeps what precedes
@@ -99,6 +100,21 @@ CONFIGS: dict[str, tuple[str, dict]] = {
     "quotient ldg subparts=64 refine=10 replication": (
         "quotient",
         {"subparts_per_part": 64, **replication_refine(10)},
+    ),
+    # the same two lowering the cut instead
+    "quotient grem refine=10": ("quotient", {"base": "grem", "base_keys": {}, "refine_passes": 10}),
+    "quotient ldg subparts=64 refine=10": (
+        "quotient",
+        {"subparts_per_part": 64, "refine_passes": 10},
+    ),
+    # finer sub-partitions (k is capped at 1024: p = 16 is the same as with 64)
+    "quotient ldg subparts=128 refine=10": (
+        "quotient",
+        {"subparts_per_part": 128, "refine_passes": 10},
+    ),
+    "quotient ldg subparts=128 refine=10 replication": (
+        "quotient",
+        {"subparts_per_part": 128, **replication_refine(10)},
     ),
     # GREM's in-memory METIS seed on its first chunk is its memory: a 2% chunk instead of 10%
     "quotient grem chunk=0.02 refine=10 replication": (
