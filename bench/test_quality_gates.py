@@ -61,6 +61,10 @@ VARIANTS = {
         "grem",
         {"refine_passes": 10, "refine_objective": "replication"},
     ),
+    "quotient-s128-refine10-replication": (
+        "quotient",
+        {"subparts_per_part": 128, "refine_passes": 10, "refine_objective": "replication"},
+    ),
 }
 
 
