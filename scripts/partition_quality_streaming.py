@@ -40,7 +40,7 @@ PEAK_CONFIGS += ("quotient ldg refine=10 replication", "quotient grem refine=10 
 PEAK_CONFIGS += ("quotient grem chunk=0.02 refine=10 replication",)
 PEAK_CONFIGS += ("quotient ldg subparts=64 refine=10 replication",)
 PEAK_CONFIGS += ("quotient ldg subparts=128 refine=10 replication",)
-HEADING = "## Streaming against METIS: restreaming, refinement, HeiStream (issue 16)"
+HEADING = "## Streaming against METIS: restreaming, refinement, HeiStream, quotient (issue 16)"
 NEXT_SECTION = (
     "\n## SPRING's replication factor"  # partition_quality_summary.py keeps what precedes
 )
@@ -374,6 +374,8 @@ def section(runs: pd.DataFrame) -> list[str]:
         "(ReLDG / ReFennel); `refine=r`: r passes of the shared label-propagation post-pass",
         "(gnnbench/partition/refine.py, inside the measured step) lowering the edge cut, or with",
         "`replication` the replication factor itself (`partitioner.refine_objective=replication`).",
+        "`quotient <base>`: the base cuts p x `subparts` sub-partitions (32 unless named), METIS",
+        "splits their quotient graph (gnnbench/partition/algorithms/quotient.py).",
         "",
         "| dataset | p | config | RF | edge cut | vertex balance | time s | peak MB | passes |",
         "|---|---|---|---|---|---|---|---|---|",
