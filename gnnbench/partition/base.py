@@ -39,7 +39,9 @@ class PartitionResult:
 # it streams (like degree.npy), which the stage builds before the measurement starts; and
 # `warm_up = False` when it has no JIT to compile before measuring (out-of-process baselines); and
 # `in_memory_baseline = True` for the METIS baselines, which the streaming gates in bench/ skip;
-# and `vertex_balance_bound(p, num_nodes, **keywords)`, the bound the algorithm guarantees.
+# and `vertex_balance_bound(p, num_nodes, **keywords)`, the bound the algorithm guarantees;
+# and `nested_identity(**keywords)`, for a partitioner that runs another (quotient): what of that
+# other one (its full config, its code version) must enter the book's cache key.
 # Its signature is `fn(store, p, seed, *, <own keys>)`: keyword-only parameters without defaults,
 # which conf/partitioner/<name>.yaml supplies (gnnbench/partition/spec.py checks them).
 PartitionFn = Callable[..., PartitionResult]
