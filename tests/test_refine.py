@@ -56,14 +56,18 @@ def test_same_cut_move_only_towards_balance(tmp_path):
     assert stats["refine_moves_2"] == 0 and stats["refine_stream_passes"] == 2
 
 
+def start_owner(graph, p: int, start: str) -> np.ndarray:
+    """A partition to refine: uniform random blocks (seeded by p) or hash's owners."""
+    if start == "random":
+        return np.random.default_rng(p).integers(0, p, size=graph.num_nodes).astype(np.int32)
+    return configured("hash")(graph, p, 0).owner.astype(np.int32)
+
+
 @pytest.mark.parametrize("p", [2, 4, 7])
 @pytest.mark.parametrize("start", ["random", "hash"])
 def test_refine_never_worsens_and_keeps_the_bound(random_graph, p, start):
     n = random_graph.num_nodes
-    if start == "random":
-        owner = np.random.default_rng(p).integers(0, p, size=n).astype(np.int32)
-    else:
-        owner = configured("hash")(random_graph, p, 0).owner.astype(np.int32)
+    owner = start_owner(random_graph, p, start)
     before = edge_cut(random_graph, owner)
     entry_max = np.bincount(owner, minlength=p).max()
     again = owner.copy()
@@ -168,10 +172,7 @@ def test_replication_refine_by_hand(tmp_path):
 @pytest.mark.parametrize("start", ["random", "hash"])
 def test_replication_refine_never_raises_the_halo_and_keeps_the_bound(random_graph, p, start):
     n = random_graph.num_nodes
-    if start == "random":
-        owner = np.random.default_rng(p).integers(0, p, size=n).astype(np.int32)
-    else:
-        owner = configured("hash")(random_graph, p, 0).owner.astype(np.int32)
+    owner = start_owner(random_graph, p, start)
     before_halo, before_cut = halo_count(random_graph, owner), edge_cut(random_graph, owner)
     entry_max = np.bincount(owner, minlength=p).max()
     again = owner.copy()

@@ -52,6 +52,11 @@ class NodeBlock:
     stops: np.ndarray
     indices: np.ndarray
 
+    @property
+    def rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(nodes, starts, stops, indices): the leading arguments of every row kernel."""
+        return self.nodes, self.starts, self.stops, self.indices
+
 
 class AdjacencyStream:
     """Windowed reader of a store's on-disk CSR; `build_passes` is 0 when the files were reused."""

@@ -222,10 +222,7 @@ def _cut_passes(adjacency, owner, sizes, bound, passes, stats) -> None:
         moves = gain = 0
         for block in adjacency.blocks("id"):
             block_moves, block_gain, block_cut = _refine_block(
-                block.nodes,
-                block.starts,
-                block.stops,
-                block.indices,
+                *block.rows,
                 owner,
                 sizes,
                 bound,
@@ -256,9 +253,7 @@ def _replication_passes(adjacency, owner, sizes, bound, passes, stats) -> None:
     entries = max(1 << 20, (DEFAULT_MAX_ENTRIES - counts.nbytes // itemsize) // 4)
     cut_ends = halo = 0
     for block in adjacency.blocks("id", max_entries=entries):  # one stream fills the counts
-        block_cut_ends, block_halo = _count_block(
-            block.nodes, block.starts, block.stops, block.indices, owner, counts
-        )
+        block_cut_ends, block_halo = _count_block(*block.rows, owner, counts)
         cut_ends += block_cut_ends
         halo += block_halo
     block = None
@@ -271,10 +266,7 @@ def _replication_passes(adjacency, owner, sizes, bound, passes, stats) -> None:
         moves = 0
         for block in adjacency.blocks("id", max_entries=entries):
             block_moves, halo_gain, cut_gain = _replication_block(
-                block.nodes,
-                block.starts,
-                block.stops,
-                block.indices,
+                *block.rows,
                 owner,
                 sizes,
                 bound,

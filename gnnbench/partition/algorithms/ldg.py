@@ -138,10 +138,7 @@ def node_stream_partition(
         moves = 0
         for block in adjacency.blocks(order, seed):  # the same order in every pass
             moves += _assign_block(
-                block.nodes,
-                block.starts,
-                block.stops,
-                block.indices,
+                *block.rows,
                 owner,
                 sizes,
                 capacity,

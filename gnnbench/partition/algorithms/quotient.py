@@ -60,7 +60,7 @@ def quotient_weights(store: GraphStore, sub: np.ndarray, k: int) -> np.ndarray:
     """The k x k matrix of edges between sub-partitions (symmetric: the CSR has both ends)."""
     weights = np.zeros((k, k), dtype=np.int64)
     for block in ensure_adjacency(store).blocks("id"):
-        _add_quotient_edges(block.nodes, block.starts, block.stops, block.indices, sub, weights)
+        _add_quotient_edges(*block.rows, sub, weights)
     return weights
 
 
