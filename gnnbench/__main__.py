@@ -65,10 +65,10 @@ def _sweep_tags(config: dict) -> dict[str, str]:
     return tags
 
 
-def _already_finished(job: JobSpec, key: str) -> str | None:
+def _already_finished(job: JobSpec, keys: list[str]) -> str | None:
     from gnnbench.track.sweep import SweepTracker
 
-    return SweepTracker(job.tracking.uri, job.tracking.experiment).finished_run(key)
+    return SweepTracker(job.tracking.uri, job.tracking.experiment).finished_run(keys)
 
 
 def _load_job_modules(cfg) -> None:
@@ -92,7 +92,7 @@ def _job(cfg) -> dict | None:
     from gnnbench.run import run
     from gnnbench.spec import JobSpec
     from gnnbench.track.mlflow_run import one_line
-    from gnnbench.track.sweep import SETUP_ERROR_ENV
+    from gnnbench.track.sweep import SETUP_ERROR_ENV, run_keys
 
     if os.environ.get(SETUP_ERROR_ENV):  # the sweep has no parent: run nothing, main() says why
         return None
@@ -101,7 +101,7 @@ def _job(cfg) -> dict | None:
     tags = _sweep_tags(config)
     try:
         job = JobSpec.from_config(config)  # every key checked once, before any stage runs
-        if _nothing_to_do(job, tags["run_key"], multirun):
+        if _nothing_to_do(job, run_keys(config), multirun):
             return None
         return run(config, OmegaConf.to_yaml(cfg, resolve=True), tags, job=job)
     except GnnbenchError as exc:
@@ -121,7 +121,7 @@ def _job(cfg) -> dict | None:
     return None
 
 
-def _nothing_to_do(job: JobSpec, key: str, multirun: bool) -> bool:
+def _nothing_to_do(job: JobSpec, keys: list[str], multirun: bool) -> bool:
     """Whether this process skips the job: a torchrun rank > 0 when the job does not train on
     partitions (rank 0 runs it alone), or a job that already FINISHED (resume)."""
     from hydra.core.hydra_config import HydraConfig
@@ -141,26 +141,26 @@ def _nothing_to_do(job: JobSpec, key: str, multirun: bool) -> bool:
     number = HydraConfig.get().job.num + 1
     overrides = " ".join(HydraConfig.get().overrides.task)
     log.info("job %d of %s: %s", number, os.environ.get(TOTAL_ENV, "?"), overrides)
-    finished = _finished_run(job, key, rank if partitioned else None)
+    finished = _finished_run(job, keys, rank if partitioned else None)
     if finished:
         log.info("skipped: already FINISHED as run %s (resume=false runs it again)", finished)
         if not rank:  # rank 0 keeps the sweep's records
             from gnnbench.track.sweep import record_skipped
 
-            record_skipped(job.tracking, key, finished)
+            record_skipped(job.tracking, keys[0], finished)
     return finished is not None
 
 
-def _finished_run(job: JobSpec, key: str, rank: int | None) -> str | None:
+def _finished_run(job: JobSpec, keys: list[str], rank: int | None) -> str | None:
     """With resume, the FINISHED run this job repeats. For torchrun ranks training on partitions
     (rank not None) rank 0's store decides for all: every rank must run the same jobs, and a rank
     on another machine sees another store."""
     if rank is None:
-        return (job.resume and _already_finished(job, key)) or None
+        return (job.resume and _already_finished(job, keys)) or None
     from gnnbench.train.coordinator import coordinator_for
 
     coordinator = coordinator_for(job.train)  # joins the process group
-    return coordinator.share(lambda: (job.resume and _already_finished(job, key)) or None)
+    return coordinator.share(lambda: (job.resume and _already_finished(job, keys)) or None)
 
 
 def main() -> None:

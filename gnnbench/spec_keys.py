@@ -11,6 +11,36 @@ from typing import Any
 
 from gnnbench.errors import ConfigError
 
+# Config keys added after runs and partition books existed, each with the value that computes what
+# a config without the key computed. At that value a key is left out of a job's run key and of a
+# book's cache key, so resuming after an upgrade still finds the older runs and books instead of
+# running them again. A key whose new default changes results does not belong here.
+KEYS_ADDED_LATER: dict[str, Any] = {
+    "partitioner.chunk_edges": 1048576,  # moved into the shared block, with the old default
+    "partitioner.refine_objective": "edge_cut",
+    "train.optimizer_state": "local",
+}
+
+
+def neutral_keys_present(config: Mapping[str, Any]) -> list[str]:
+    """The KEYS_ADDED_LATER a resolved config holds at their neutral value."""
+    present = []
+    for dotted, neutral in KEYS_ADDED_LATER.items():
+        section, key = dotted.split(".")
+        block = config.get(section)
+        if isinstance(block, Mapping) and key in block and block[key] == neutral:
+            present.append(dotted)
+    return present
+
+
+def without_keys(config: Mapping[str, Any], dotted_keys: Iterable[str]) -> dict[str, Any]:
+    """A copy of a config without the given `section.key`s."""
+    trimmed = dict(config)
+    for dotted in dotted_keys:
+        section, key = dotted.split(".")
+        trimmed[section] = {name: v for name, v in trimmed[section].items() if name != key}
+    return trimmed
+
 
 class ReadOnlyMap(Mapping[str, Any]):
     """A plain, picklable, read-only view of a dict (the spec's algorithm or source keys)."""

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from test_end_to_end import gnnbench, runs
 
-from gnnbench.track.sweep import run_key
+from gnnbench import spec_keys
+from gnnbench.track.sweep import SweepTracker, run_key, run_keys
 
 BASE = {
     "dataset": {"name": "cora"},
@@ -38,6 +39,37 @@ def test_axes_that_matter_change_the_key():
     assert key("none", p=4) != key("none", p=8)
     assert key("none", p="auto", num_gpus=1) != key("none", p="auto", num_gpus=2)
     assert key("centralized", seed=0) != key("centralized", seed=1)
+
+
+def test_a_key_added_later_at_its_neutral_value_keeps_the_older_key():
+    """train.optimizer_state came after runs existed: `local` is what they computed."""
+    before = key("model_avg")
+    added = {"mode": "model_avg", "epochs": 3, "optimizer_state": "local"}
+    assert key("model_avg", train=added) == before
+    assert key("model_avg", train={**added, "optimizer_state": "average"}) != before
+    assert (
+        key("model_avg", partitioner={"name": "spring", "refine_objective": "edge_cut"}) == before
+    )
+
+
+def test_run_keys_hold_the_key_runs_were_tagged_with_while_the_key_counted(monkeypatch):
+    config = {**BASE, "train": {"mode": "model_avg", "epochs": 3, "optimizer_state": "local"},
+              "partitioner": {"name": "spring", "chunk_edges": 1048576}}  # fmt: skip
+    monkeypatch.setattr(spec_keys, "KEYS_ADDED_LATER", {})  # the version before this rule
+    tagged_then = run_key(config)
+    monkeypatch.undo()
+    keys = run_keys(config)
+    assert keys[0] == run_key(config) != tagged_then
+    assert tagged_then in keys and len(set(keys)) == 4  # each of the 2 neutral keys in or out
+
+
+def test_resume_finds_a_run_under_any_of_its_keys(tmp_path):
+    tracker = SweepTracker(f"sqlite:///{tmp_path / 'mlflow.db'}", "resume")
+    run = tracker.client.create_run(tracker.experiment_id, tags={"run_key": "older"})
+    assert tracker.finished_run(["newer", "older"]) is None  # RUNNING: not a result
+    tracker.client.set_terminated(run.info.run_id, "FINISHED")
+    assert tracker.finished_run(["newer", "older"]) == run.info.run_id
+    assert tracker.finished_run(["newer"]) is None
 
 
 @pytest.mark.slow

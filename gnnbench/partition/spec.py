@@ -16,7 +16,7 @@ from typing import Any
 from gnnbench.data.store import GraphStore
 from gnnbench.errors import ConfigError
 from gnnbench.partition.base import PARTITIONERS, PartitionFn, PartitionResult
-from gnnbench.spec_keys import ReadOnlyMap, check_keys, plain, whole_at_least
+from gnnbench.spec_keys import KEYS_ADDED_LATER, ReadOnlyMap, check_keys, plain, whole_at_least
 
 # Keys of the shared block (conf/config.yaml); a partitioner function taking one of them as a
 # keyword (chunk_edges) receives the shared value.
@@ -107,7 +107,8 @@ class PartitionSpec:
         chunk_edges only where the algorithm streams by it (the GNN-ready step's output does not
         depend on it). The same dict as the composed config gave before PartitionSpec."""
         identity = {"name": self.name, "hops": self.hops, "refine_passes": self.refine_passes}
-        if self.refine_passes and self.refine_objective != "edge_cut":  # older keys stay valid
+        neutral = KEYS_ADDED_LATER["partitioner.refine_objective"]  # older books stay valid
+        if self.refine_passes and self.refine_objective != neutral:
             identity["refine_objective"] = self.refine_objective
         partition_fn = PARTITIONERS.get(self.name)
         if takes_keyword(partition_fn, "chunk_edges"):

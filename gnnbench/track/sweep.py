@@ -10,6 +10,7 @@ from the children's states, whichever launcher ran them.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import logging
 import math
@@ -21,6 +22,7 @@ from typing import Any
 
 from hydra.experimental.callback import Callback
 
+from gnnbench.spec_keys import neutral_keys_present, without_keys
 from gnnbench.torchrun import torchrun_rank
 from gnnbench.track.mlflow_run import one_line, retrying
 from gnnbench.track.spec import TrackingSpec
@@ -57,10 +59,24 @@ def run_key(config: Mapping[str, Any]) -> str:
     """Deterministic identity of a job: the resolved config fields that change its result.
 
     Volatile fields (where things go) never count, nor do the axes the job's train mode ignores,
-    so `-m sync_interval=1,2 train=grad_avg` is one job run once and resumed once.
+    so `-m sync_interval=1,2 train=grad_avg` is one job run once and resumed once; nor does a key
+    added later while it holds the value that reproduces the runs from before it (spec_keys).
     """
+    return run_keys(config)[0]
+
+
+def run_keys(config: Mapping[str, Any]) -> list[str]:
+    """The job's run key first, then the keys earlier versions gave the same job: with some of
+    the KEYS_ADDED_LATER it holds at their neutral value still in. Resume looks for all of them,
+    so neither the runs from before a key existed nor those logged with it are run again."""
     ignored = set(VOLATILE_KEYS) | set(ignored_axes(config))
-    return _digest({key: value for key, value in config.items() if key not in ignored})
+    present = neutral_keys_present(config)
+    keys = []
+    for size in range(len(present), -1, -1):  # every key dropped first: the run key
+        for dropped in itertools.combinations(present, size):
+            kept = without_keys(config, dropped)
+            keys.append(_digest({key: value for key, value in kept.items() if key not in ignored}))
+    return keys
 
 
 def ignored_axes(config: Mapping[str, Any]) -> tuple[str, ...]:
@@ -143,14 +159,18 @@ class SweepTracker:
             newest.setdefault(run.data.tags.get("run_key", run.info.run_id), run)
         return list(newest.values())
 
-    def finished_run(self, key: str) -> str | None:
-        runs = retrying(
-            self.client.search_runs,
-            [self.experiment_id],
-            filter_string=f"tags.run_key = '{key}' and attributes.status = 'FINISHED'",
-            max_results=1,
-        )
-        return runs[0].info.run_id if runs else None
+    def finished_run(self, keys: list[str]) -> str | None:
+        """A FINISHED run tagged with any of a job's run keys (run_keys), if there is one."""
+        for key in keys:
+            runs = retrying(
+                self.client.search_runs,
+                [self.experiment_id],
+                filter_string=f"tags.run_key = '{key}' and attributes.status = 'FINISHED'",
+                max_results=1,
+            )
+            if runs:
+                return runs[0].info.run_id
+        return None
 
     def skipped_jobs(self, parent_run_id: str) -> dict[str, str]:
         """{run_key: FINISHED run id} of the jobs resume skipped, from the parent's tags."""
