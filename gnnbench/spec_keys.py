@@ -18,17 +18,23 @@ from gnnbench.errors import ConfigError
 KEYS_ADDED_LATER: dict[str, Any] = {
     "partitioner.chunk_edges": 1048576,  # moved into the shared block, with the old default
     "partitioner.refine_objective": "edge_cut",
+    "partitioner.chunk_refinement": True,  # grem's
     "train.optimizer_state": "local",
 }
+
+
+def is_neutral(dotted_key: str, value: Any) -> bool:
+    """Whether `section.key` is one of the KEYS_ADDED_LATER and holds its neutral value."""
+    return dotted_key in KEYS_ADDED_LATER and KEYS_ADDED_LATER[dotted_key] == value
 
 
 def neutral_keys_present(config: Mapping[str, Any]) -> list[str]:
     """The KEYS_ADDED_LATER a resolved config holds at their neutral value."""
     present = []
-    for dotted, neutral in KEYS_ADDED_LATER.items():
+    for dotted in KEYS_ADDED_LATER:
         section, key = dotted.split(".")
         block = config.get(section)
-        if isinstance(block, Mapping) and key in block and block[key] == neutral:
+        if isinstance(block, Mapping) and key in block and is_neutral(dotted, block[key]):
             present.append(dotted)
     return present
 

@@ -29,6 +29,7 @@ import pandas as pd
 from gnnbench.atomic import atomic_write_bytes
 from gnnbench.errors import GnnbenchError
 from gnnbench.paths import REPO_ROOT
+from gnnbench.spec_keys import KEYS_ADDED_LATER
 from gnnbench.track.report.query import ROLE_TAG, experiment_runs, newest_per_job
 from gnnbench.track.sweep import ignored_axes
 
@@ -117,9 +118,11 @@ def _column(key: str) -> str:
 
 def _value(value) -> str:
     """A parameter as text that compares equal between a config and a run: 4, 4.0, '4' -> '4';
-    absent (None, NaN: a key the chosen partitioner lacks) -> ''."""
+    True, 'True', 'true' -> 'true'; absent (None, NaN: a key the chosen partitioner lacks) -> ''."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return ""
+    if isinstance(value, bool) or str(value).lower() in ("true", "false"):
+        return str(value).lower()
     try:
         return format(float(value), "g")
     except (TypeError, ValueError):
@@ -133,9 +136,15 @@ def _identity(row: dict[str, str]) -> tuple[tuple[str, str], ...]:
     config = {"train": {"mode": mode}, "p": row.get("p")}
     ignored = set(ignored_axes(config)) if mode else set()
     return tuple(
-        (column, "" if column.split(".")[0] in ignored else value)
+        (column, "" if column.split(".")[0] in ignored or _neutral(column, value) else value)
         for column, value in sorted(row.items())
     )
+
+
+def _neutral(column: str, value: str) -> bool:
+    """A key added later at the value runs from before it computed (a run without the key shows
+    ''): the same job either way, as resume's run_key has it."""
+    return column in KEYS_ADDED_LATER and value == _value(KEYS_ADDED_LATER[column])
 
 
 def _sweep_grid(cfg) -> dict[str, list[str]]:
@@ -178,9 +187,9 @@ def job_count_line(frame: pd.DataFrame, configs: Sequence[str]) -> str:
     """How many of the jobs the configs plan have a FINISHED run in `frame`."""
     columns, jobs = planned_jobs(configs)
     done = set()
-    if "train.optimizer_state" in columns and "train.mode" in frame:  # older runs lack the key
-        averaged = frame["train.mode"] == "model_avg"
-        frame = frame.assign(**{"train.optimizer_state": optimizer_states(frame).where(averaged)})
+    added = {column: None for column in columns if column in KEYS_ADDED_LATER}
+    if not frame.empty:  # no run may have logged a key added later yet
+        frame = frame.assign(**{c: frame.get(c, default) for c, default in added.items()})
     if _has(frame, *columns):
         for row in frame[columns].astype(object).to_dict("records"):
             done.add(_identity({column: _value(value) for column, value in row.items()}))

@@ -231,7 +231,9 @@ def walshaw_repair() -> pd.DataFrame:
     for graph in sorted((raw_dir() / "walshaw" / "graphs").glob("*.graph")):
         store = prepare_dataset({"name": graph.stem, "source": "metis_graph", "path": str(graph)})
         best = best_known_cut(store, raw_dir() / "walshaw" / "partitions" / f"{graph.stem}.2.ptn")
-        owner = grem(store, 2, 0, chunk_fraction=0.1, seed_method="auto").owner
+        owner = grem(
+            store, 2, 0, chunk_fraction=0.1, seed_method="auto", chunk_refinement=True
+        ).owner
         row = {"graph": graph.stem, "nodes": store.num_nodes, "best_known": best}
         done = 0
         owner = owner.astype(np.int32)

@@ -58,6 +58,13 @@ def test_book_keys_unchanged(gnnbench_home):
     assert digests == BOOK_DIGESTS
 
 
+def test_a_key_added_later_changes_the_book_key_off_its_neutral_value(gnnbench_home):
+    """grem's chunk_refinement came after its books: true (BOOK_DIGESTS) keeps their key."""
+    refined = book_path("g", "f", PartitionSpec.defaults("grem"), 4, 0)
+    placed = book_path("g", "f", PartitionSpec.defaults("grem", chunk_refinement=False), 4, 0)
+    assert refined != placed
+
+
 @pytest.mark.parametrize(
     ("group", "keys"),
     [("partitioner", SHARED_KEYS), ("dataset", ("nonfinite", "import_memory_gb"))],

@@ -154,6 +154,16 @@ def test_grem_proportional_caps_small_chunks(random_store, p, seed_method):
     assert result.stats["seeded_groups"] == p - 1
 
 
+def test_grem_without_chunk_refinement_only_places(random_store):
+    """chunk_refinement=false: the same placement, no moves (claim 7's refinement half)."""
+    placed = grem(random_store, 4, 0, chunk_fraction=0.01, chunk_refinement=False)
+    refined = grem(random_store, 4, 0, chunk_fraction=0.01)
+    assert placed.stats["refinement_moves"] == 0 < refined.stats["refinement_moves"]
+    assert placed.owner.tobytes() != refined.owner.tobytes()
+    sizes = np.bincount(placed.owner, minlength=4)
+    assert (sizes <= grem_part_bounds(random_store.num_nodes, 4)).all()
+
+
 @pytest.mark.parametrize("order", ["id", "random"])
 def test_node_stream_orders(random_store, order):
     a = ldg(random_store, 4, 1, order=order)
@@ -169,6 +179,8 @@ def test_bad_params(triangles):
         grem(triangles, 2, 0, chunk_fraction=0)
     with pytest.raises(ConfigError, match="seed_method"):
         grem(triangles, 2, 0, seed_method="kl")
+    with pytest.raises(ConfigError, match="chunk_refinement: expected true or false"):
+        grem(triangles, 2, 0, chunk_refinement="no")
     with pytest.raises(ConfigError, match="capacity_factor"):
         ldg(triangles, 2, 0, capacity_factor=0.9)
     with pytest.raises(ConfigError, match="order"):

@@ -16,7 +16,7 @@ from typing import Any
 from gnnbench.data.store import GraphStore
 from gnnbench.errors import ConfigError
 from gnnbench.partition.base import PARTITIONERS, PartitionFn, PartitionResult
-from gnnbench.spec_keys import KEYS_ADDED_LATER, ReadOnlyMap, check_keys, plain, whole_at_least
+from gnnbench.spec_keys import ReadOnlyMap, check_keys, is_neutral, plain, whole_at_least
 
 # Keys of the shared block (conf/config.yaml); a partitioner function taking one of them as a
 # keyword (chunk_edges) receives the shared value.
@@ -107,8 +107,11 @@ class PartitionSpec:
         chunk_edges only where the algorithm streams by it (the GNN-ready step's output does not
         depend on it). The same dict as the composed config gave before PartitionSpec."""
         identity = {"name": self.name, "hops": self.hops, "refine_passes": self.refine_passes}
-        neutral = KEYS_ADDED_LATER["partitioner.refine_objective"]  # older books stay valid
-        if self.refine_passes and self.refine_objective != neutral:
+        # keys added since books were cached leave them valid at their neutral value (spec_keys);
+        # chunk_edges is not one of them here: streaming partitioners' books always held it
+        if self.refine_passes and not is_neutral(
+            "partitioner.refine_objective", self.refine_objective
+        ):
             identity["refine_objective"] = self.refine_objective
         partition_fn = PARTITIONERS.get(self.name)
         if takes_keyword(partition_fn, "chunk_edges"):
@@ -116,7 +119,8 @@ class PartitionSpec:
         nested = getattr(partition_fn, "nested_identity", None)  # a partitioner running another
         if nested is not None:
             identity["nested"] = nested(**self.kwargs())
-        return {**identity, **dict(self.params)}
+        own = {key: v for key, v in self.params.items() if not is_neutral(f"partitioner.{key}", v)}
+        return {**identity, **own}
 
     def run_refined(self, store: GraphStore, p: int, seed: int) -> PartitionResult:
         """`run`, then the refinement post-pass its shared keys ask for (what the stage runs)."""

@@ -23,7 +23,8 @@ with capacities cap_s = ceil(n_group * k_s / k) (proportional shares for uneven 
       chunk-neighbours on each side. A node placed in this chunk (or seeded in it) stores these
       counts. A node assigned before averages them with its stored estimate,
       stored = (stored + new) / 2, and moves to the side with the strictly larger estimate if
-      that side has room: a refinement move.
+      that side has room: a refinement move. `chunk_refinement: false` keeps the estimates but
+      never moves a node (placement only), to measure what refinement buys (claim 7, Armada).
 4. Nodes of the group that no chunk edge touched (isolated in the group's induced subgraph) go
    to the lighter side after the pass.
 
@@ -131,9 +132,11 @@ def _drain(
 
 @numba.njit(cache=True)
 def _greedy_chunk(
-    nodes, indptr, indices, group, active, side, stored0, stored1, load, caps, shares0, shares1
-):
-    """Placement (breadth first from assigned nodes) then estimates and refinement; -> moves."""
+    nodes, indptr, indices, group, active, side, stored0, stored1, load, caps, shares0, shares1,
+    refine,
+):  # fmt: skip
+    """Placement (breadth first from assigned nodes) then estimates and, with `refine`,
+    refinement; -> moves."""
     nc = nodes.shape[0]
     fresh = np.zeros(nc, dtype=np.bool_)
     queued = np.zeros(nc, dtype=np.bool_)
@@ -189,7 +192,7 @@ def _greedy_chunk(
             best = 1
         else:
             best = current
-        if best != current and load[g, best] < caps[g, best]:
+        if refine and best != current and load[g, best] < caps[g, best]:
             side[v] = best
             load[g, current] -= 1
             load[g, best] += 1
@@ -297,7 +300,9 @@ def _seed_groups(level, state, parts, nodes, indptr, indices, method, seed, stat
     return active
 
 
-def _bisect_level(stream, state: _State, parts: np.ndarray, method, seed, stats) -> _Level:
+def _bisect_level(
+    stream, state: _State, parts: np.ndarray, method, seed, refine: bool, stats
+) -> _Level:
     """One pass over the edge stream bisecting every group with more than one part."""
     level = _Level.of(state.group, parts)
     state.side[:] = -1
@@ -311,7 +316,7 @@ def _bisect_level(stream, state: _State, parts: np.ndarray, method, seed, stats)
         stats["refinement_moves"] += int(
             _greedy_chunk(
                 nodes, indptr, indices, state.group, active, state.side, state.stored0,
-                state.stored1, level.load, level.caps, level.shares0, level.shares1,
+                state.stored1, level.load, level.caps, level.shares0, level.shares1, refine,
             )
         )  # fmt: skip
         reset_local(state.local, nodes)
@@ -341,16 +346,27 @@ def _split_groups(state: _State, level: _Level, parts, first_part) -> tuple[np.n
 
 @PARTITIONERS.register("grem")
 def grem(
-    store: GraphStore, p: int, seed: int, *, chunk_fraction: float, seed_method: str
+    store: GraphStore,
+    p: int,
+    seed: int,
+    *,
+    chunk_fraction: float,
+    seed_method: str,
+    chunk_refinement: bool,
 ) -> PartitionResult:
     """GREM over the store's edge stream; one pass per level of the recursive bisection."""
     fraction, chunk_edges = _chunk_size(chunk_fraction, store.num_edges)
+    if not isinstance(chunk_refinement, bool):  # YAML's `no` is a bool; "no" is not
+        raise ConfigError(
+            f"partitioner.chunk_refinement: expected true or false, got {chunk_refinement!r}"
+        )
     method = resolve_seed_method(str(seed_method))
     n = store.num_nodes
     stats: dict[str, Any] = {
         "chunk_fraction": fraction,
         "chunk_edges": chunk_edges,
         "seed_method": method,
+        "chunk_refinement": chunk_refinement,
         "refinement_moves": 0,
         "seeded_groups": 0,
         "unseen_nodes_placed": 0,
@@ -361,7 +377,7 @@ def grem(
     parts = np.array([p], dtype=np.int64)  # parts each group is split into
     stream = store.edge_stream(chunk_edges)
     while n and (parts > 1).any():
-        level = _bisect_level(stream, state, parts, method, seed, stats)
+        level = _bisect_level(stream, state, parts, method, seed, chunk_refinement, stats)
         parts, first_part = _split_groups(state, level, parts, first_part)
         stats["levels"] += 1
     owner = first_part[state.group].astype(np.int32) if n else np.zeros(0, dtype=np.int32)
