@@ -151,6 +151,32 @@ def test_grem_verdict_compares_ten_percent_chunks_only():
 
 
 @pytest.mark.parametrize(
+    ("placed_small", "placed_large", "verdict"),
+    [(0.330, 0.106, "holds"), (0.305, 0.106, "holds partly"), (0.330, 0.140, "holds partly")],
+)
+def test_grem_refinement_half_needs_a_point_at_small_chunks_more_than_at_large(
+    placed_small, placed_large, verdict
+):
+    """Refined GREM cuts 0.300 at 1% and 0.105 at 10%; placement only cuts placed_*; the claim
+    holds when refinement saves >= 1 point at 1% and more there than at 10%."""
+    rows = [
+        {"dataset.name": "g", "p": 4, "partitioner.name": "metis", "edge_cut": 0.100},
+        {"dataset.name": "g", "p": 4, "partitioner.name": "grem", "edge_cut": 0.105,
+         "partitioner.chunk_fraction": 0.1},  # from before the key: refined
+        {"dataset.name": "g", "p": 4, "partitioner.name": "grem", "edge_cut": 0.300,
+         "partitioner.chunk_fraction": 0.01, "partitioner.chunk_refinement": "True"},
+        {"dataset.name": "g", "p": 4, "partitioner.name": "grem", "edge_cut": placed_large,
+         "partitioner.chunk_fraction": 0.1, "partitioner.chunk_refinement": "False"},
+        {"dataset.name": "g", "p": 4, "partitioner.name": "grem", "edge_cut": placed_small,
+         "partitioner.chunk_fraction": 0.01, "partitioner.chunk_refinement": "False"},
+    ]  # fmt: skip
+    judged = claims.judge_grem(pd.DataFrame(rows))
+    assert judged.verdict == verdict
+    assert "within 1 point in 1/1" in judged.ours  # placement-only runs are not GREM's cut
+    assert f"{(placed_small - 0.300) * 100:+.1f} points" in judged.ours
+
+
+@pytest.mark.parametrize(
     ("cohesive", "verdict"), [(40, "holds"), (80, "holds partly"), (120, "refuted")]
 )
 def test_cohesive_verdict_against_46_percent(cohesive, verdict):
