@@ -19,6 +19,7 @@ KEYS_ADDED_LATER: dict[str, Any] = {
     "partitioner.chunk_edges": 1048576,  # moved into the shared block, with the old default
     "partitioner.refine_objective": "edge_cut",
     "partitioner.chunk_refinement": True,  # grem's
+    "partitioner.grid_dims": 2,  # grid's
     "train.optimizer_state": "local",
 }
 

@@ -12,6 +12,7 @@ from configured import configured
 from graphs import make_store
 
 from gnnbench.data.store import GraphStore
+from gnnbench.errors import ConfigError
 from gnnbench.partition.algorithms import dbh as dbh_module
 from gnnbench.partition.algorithms import greedy as greedy_module
 from gnnbench.partition.algorithms import grid as grid_module
@@ -200,6 +201,22 @@ def test_grid_by_hand(tmp_path, monkeypatch, p):
         expected[v].add(part)
     assert replicas == expected
     assert (result.stats["grid_rows"], result.stats["grid_cols"]) == (rows, cols)
+
+
+def test_one_dimensional_grid_hashes_the_source(tmp_path, monkeypatch):
+    """grid_dims=1: edge (u, v) to hash(u) % p, so u's edges (as first endpoint) share one part."""
+    seed, p = 3, 5
+    edges = [(0, 1), (0, 2), (1, 2), (2, 3), (3, 4), (1, 4), (0, 4)]
+    store = make_store(tmp_path / "store", edges, 5)
+    result, replicas = run_capturing("grid", store, p, seed, {"grid_dims": 1}, monkeypatch)
+    expected = [set() for _ in range(5)]
+    for u, v in edges:
+        expected[u].add(part_of_hash(u, seed, p))
+        expected[v].add(part_of_hash(u, seed, p))
+    assert replicas == expected
+    assert (result.stats["grid_rows"], result.stats["grid_cols"]) == (p, 1)
+    with pytest.raises(ConfigError, match="partitioner.grid_dims: expected 1 or 2"):
+        configured("grid")(store, p, seed, grid_dims=3)
 
 
 def test_grid_replicas_in_one_row_and_one_column(tmp_path, monkeypatch):

@@ -6,6 +6,10 @@ hash of the second endpoint). Edge (u, v), in stream orientation, goes to the ce
 (hash(u) mod rows, hash(v) mod cols), i.e. part (hash(u) mod rows) * cols + hash(v) mod cols, with
 gnnbench.partition.hashing's seeded hash: a node's replicas lie in one row (as first endpoint) and
 one column (as second), at most rows + cols - 1 parts. State: replica bitsets and p loads only.
+
+`grid_dims: 1` is GraphTheta's 1D edge partitioning instead: a p x 1 grid, edge (u, v) to part
+hash(u) mod p (the hash of its source in stream orientation); a node's replicas are its own row
+and the rows of its other endpoints, up to p parts (claim 9's memory half compares the two).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import numba
 import numpy as np
 
 from gnnbench.data.store import GraphStore
+from gnnbench.errors import ConfigError
 from gnnbench.partition.base import PARTITIONERS, PartitionResult
 from gnnbench.partition.edge_partition import (
     edge_load_stats,
@@ -49,9 +54,13 @@ def _grid_chunk(edges, rows, cols, replicas, load, seed):
 
 
 @PARTITIONERS.register("grid")
-def grid(store: GraphStore, p: int, seed: int, *, chunk_edges: int) -> PartitionResult:
-    """2D grid hashing over one pass of the store's edge stream."""
-    rows, cols = grid_shape(p)
+def grid(
+    store: GraphStore, p: int, seed: int, *, chunk_edges: int, grid_dims: int
+) -> PartitionResult:
+    """2D (or 1D: p x 1) grid hashing over one pass of the store's edge stream."""
+    if grid_dims not in (1, 2) or isinstance(grid_dims, bool):
+        raise ConfigError(f"partitioner.grid_dims: expected 1 or 2, got {grid_dims!r}")
+    rows, cols = grid_shape(p) if grid_dims == 2 else (p, 1)
     replicas = new_replicas(store.num_nodes, p)
     load = np.zeros(p, dtype=np.int64)
     stream = store.edge_stream(chunk_edges)
