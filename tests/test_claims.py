@@ -402,6 +402,25 @@ def test_training_claims_judge_detail_and_plot_made_up_runs(number, frame, verdi
         assert claim.plot(frame) is not None
 
 
+@pytest.mark.parametrize(("rf_2d", "ratio", "verdict"), [(3.0, 1.1875, "holds"),
+                                                      (2.0, 1.0, "holds partly")])  # fmt: skip
+def test_claim_9_memory_half_compares_layout_bytes(rf_2d, ratio, verdict):
+    """Layout bytes = 16 per edge + replicas x (4 x feature_dim + 8): 1D at RF 2 holds
+    16000 + 100 x 2 x 48 = 25600 bytes; 2D at RF 3, 30400 (1.1875x: within about 20%)."""
+    accuracy = _training_rows("train.strategy", ("minibatch", "full", "cluster"),
+                              {"minibatch": 0.8, "full": 0.82, "cluster": 0.81})  # fmt: skip
+    layouts = pd.DataFrame(
+        {"dataset.name": "g", "p": 4, "partitioner.name": "grid", "train.mode": "none",
+         "partitioner.grid_dims": ["1", "2"], "rf_edge_partition": [2.0, rf_2d],
+         "graph.num_nodes": 100, "graph.num_edges": 1000, "graph.feature_dim": 10}
+    )  # fmt: skip
+    frame = pd.concat([accuracy, layouts], ignore_index=True)
+    assert claims.layout_ratios(frame).tolist() == pytest.approx([ratio])
+    judged = claims.judge_strategy(frame)
+    assert judged.verdict == verdict and f"{ratio:.2f}x" in judged.ours
+    assert any("2D / 1D" in line for line in claims.detail_strategy(frame))
+
+
 def test_claim_6_and_4_detail_and_plot():
     speed = _training_rows("train.mode", ("model_avg", "grad_avg"), {"model_avg": 0.8,
                                                                      "grad_avg": 0.8})  # fmt: skip
