@@ -35,6 +35,7 @@ import numpy as np
 import pytest
 import torch
 
+from gnnbench.atomic import atomic_directory
 from gnnbench.data.datasets import prepare_dataset
 from gnnbench.data.store import GraphStore
 from gnnbench.setup.baseline_envs import distdgl_env, torch_sparse_with_metis
@@ -134,18 +135,14 @@ def with_train_sample(store: GraphStore, train_nodes: int) -> GraphStore:
         return store
     dest = store.path.parent / f"{store.path.name}-train{train_nodes}"
     if not (dest / "meta.json").is_file():
-        tmp = dest.with_name(dest.name + ".tmp")
-        tmp.mkdir(parents=True, exist_ok=True)
-        for source in store.path.iterdir():
-            if source.is_file() and source.name not in ("split.npz", "meta.json"):
-                target = tmp / source.name
-                target.unlink(missing_ok=True)
-                os.link(source, target)
-        chosen = np.random.default_rng(0).choice(split["train"], train_nodes, replace=False)
-        np.savez(tmp / "split.npz", **{**split, "train": np.sort(chosen)})
-        meta = {**store.meta, "name": f"{store.name}-train{train_nodes}"}
-        (tmp / "meta.json").write_text(json.dumps(meta, indent=2))
-        tmp.rename(dest)
+        with atomic_directory(dest) as tmp:  # a concurrent bench writing it too: one wins
+            for source in store.path.iterdir():
+                if source.is_file() and source.name not in ("split.npz", "meta.json"):
+                    os.link(source, tmp / source.name)
+            chosen = np.random.default_rng(0).choice(split["train"], train_nodes, replace=False)
+            np.savez(tmp / "split.npz", **{**split, "train": np.sort(chosen)})
+            meta = {**store.meta, "name": f"{store.name}-train{train_nodes}"}
+            (tmp / "meta.json").write_text(json.dumps(meta, indent=2))
     return GraphStore(dest)
 
 
