@@ -92,6 +92,18 @@ def test_rf_verdict_from_the_reduction(spring_rf, verdict):
     assert "24 comparisons" in judged.ours
 
 
+def test_vertex_partitioners_are_context_not_the_verdict():
+    """LDG below SPRING in one (graph, p) of six: reported beside the verdict, which stays."""
+    frame = _rf_frame(1.5, 2.0)
+    ldg = frame[frame["partitioner.name"] == "spring"].assign(**{"partitioner.name": "ldg"})
+    ldg.loc[ldg.index[0], "replication_factor"] = 1.2
+    judged = claims.judge_rf(pd.concat([frame, ldg]))
+    assert judged.verdict == claims.judge_rf(frame).verdict == "holds"
+    assert judged.ours.endswith("SPRING's RF above LDG's in 1/6 (graph, p)")
+    assert any("RF(spring) / RF(vertex partitioner)" in line for line in claims.detail_rf(
+        pd.concat([frame, ldg])))  # fmt: skip
+
+
 def test_rf_verdict_needs_spring_and_a_baseline():
     frame = _rf_frame(1.5, 2.0)
     assert claims.judge_rf(frame[frame["partitioner.name"] != "spring"]) is None
