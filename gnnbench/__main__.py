@@ -55,9 +55,11 @@ def _is_multirun() -> bool:
 
 
 def _sweep_tags(config: dict) -> dict[str, str]:
-    from gnnbench.track.sweep import PARENT_ENV, SWEEP_ENV, run_key
+    from gnnbench.track.report.query import ALIASES_TAG
+    from gnnbench.track.sweep import PARENT_ENV, SWEEP_ENV, run_keys
 
-    tags = {"run_key": run_key(config), "gnnbench.role": "job"}
+    keys = run_keys(config)
+    tags = {"run_key": keys[0], ALIASES_TAG: ",".join(keys[1:]), "gnnbench.role": "job"}
     if os.environ.get(PARENT_ENV):
         tags.update(
             {"sweep_id": os.environ[SWEEP_ENV], "mlflow.parentRunId": os.environ[PARENT_ENV]}
@@ -147,7 +149,7 @@ def _nothing_to_do(job: JobSpec, keys: list[str], multirun: bool) -> bool:
         if not rank:  # rank 0 keeps the sweep's records
             from gnnbench.track.sweep import record_skipped
 
-            record_skipped(job.tracking, keys[0], finished)
+            record_skipped(job.tracking, keys, finished)
     return finished is not None
 
 

@@ -12,9 +12,12 @@ from typing import Any
 from gnnbench.errors import ConfigError
 
 # Config keys added after runs and partition books existed, each with the value that computes what
-# a config without the key computed. At that value a key is left out of a job's run key and of a
-# book's cache key, so resuming after an upgrade still finds the older runs and books instead of
-# running them again. A key whose new default changes results does not belong here.
+# a config without the key computed. At that value a key is left out of a job's run key, and a
+# partitioner's own key (and refine_objective) out of its book's cache key, so resuming after an
+# upgrade still finds the older runs and books instead of running them again (chunk_edges always
+# was in streaming partitioners' book keys, so it stays there). A key whose new default changes
+# results does not belong here. Keys are per section, not per partitioner: a partitioner that
+# later takes a key of the same name must share its neutral value or pick another name.
 KEYS_ADDED_LATER: dict[str, Any] = {
     "partitioner.chunk_edges": 1048576,  # moved into the shared block, with the old default
     "partitioner.refine_objective": "edge_cut",
@@ -26,7 +29,10 @@ KEYS_ADDED_LATER: dict[str, Any] = {
 
 def is_neutral(dotted_key: str, value: Any) -> bool:
     """Whether `section.key` is one of the KEYS_ADDED_LATER and holds its neutral value."""
-    return dotted_key in KEYS_ADDED_LATER and KEYS_ADDED_LATER[dotted_key] == value
+    if dotted_key not in KEYS_ADDED_LATER:
+        return False
+    neutral = KEYS_ADDED_LATER[dotted_key]
+    return type(value) is type(neutral) and value == neutral  # 1 is not true, 2.0 is not 2
 
 
 def neutral_keys_present(config: Mapping[str, Any]) -> list[str]:

@@ -121,16 +121,25 @@ def _column(key: str) -> str:
 
 
 def _value(value) -> str:
-    """A parameter as text that compares equal between a config and a run: 4, 4.0, '4' -> '4';
-    True, 'True', 'true' -> 'true'; absent (None, NaN: a key the chosen partitioner lacks) -> ''."""
+    """A parameter as text that compares equal between a config and a run: 4, 4.0, '4' -> '4',
+    1048576 -> '1048576', 0.10 -> '0.1'; True, 'True', 'true' -> 'true'; absent (None, NaN: a key
+    the chosen partitioner lacks) -> ''."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return ""
     if isinstance(value, bool) or str(value).lower() in ("true", "false"):
         return str(value).lower()
     try:
-        return format(float(value), "g")
+        number = float(value)
     except (TypeError, ValueError):
         return str(value)
+    return str(int(number)) if number.is_integer() else repr(number)
+
+
+def added_key_values(frame: pd.DataFrame, column: str) -> pd.Series:
+    """One of the KEYS_ADDED_LATER per run as _value text: its neutral value for runs from before
+    the key (for the runs of one partitioner or mode that has the key)."""
+    values = frame.get(column, pd.Series(index=frame.index, dtype=object)).map(_value)
+    return values.replace("", _value(KEYS_ADDED_LATER[column]))
 
 
 def _identity(row: dict[str, str]) -> tuple[tuple[str, str], ...]:
@@ -191,9 +200,9 @@ def job_count_line(frame: pd.DataFrame, configs: Sequence[str]) -> str:
     """How many of the jobs the configs plan have a FINISHED run in `frame`."""
     columns, jobs = planned_jobs(configs)
     done = set()
-    added = {column: None for column in columns if column in KEYS_ADDED_LATER}
+    added = [column for column in columns if column in KEYS_ADDED_LATER]
     if not frame.empty:  # no run may have logged a key added later yet
-        frame = frame.assign(**{c: frame.get(c, default) for c, default in added.items()})
+        frame = frame.assign(**{column: frame.get(column) for column in added})
     if _has(frame, *columns):
         for row in frame[columns].astype(object).to_dict("records"):
             done.add(_identity({column: _value(value) for column, value in row.items()}))
@@ -265,6 +274,15 @@ class Half:
     ours: str
     share: float
     why_not: str = ""
+
+
+def share_half(ours: str, held: pd.Series, why: str) -> Half | None:
+    """A Half from whether it held in each case (None without cases); `why` names the count as
+    {share}, e.g. 'hops=0 loses more than 0.01 on {share} graphs' -> '... on 1/2 graphs'."""
+    if held.empty:
+        return None
+    count, total = _share(held)
+    return Half(ours, count / total, why.format(share=f"{count}/{total}"))
 
 
 def two_halves(halves: dict[str, Half | None]) -> Verdict | None:
@@ -726,7 +744,8 @@ def adam_state_lines(frame: pd.DataFrame) -> list[str]:
     if means is None or len(means) < 2:
         return [UNTESTED_ADAM]
     lines = [
-        "| train.optimizer_state (model_avg p=4, 20 epochs) | test micro-F1 (mean ± std over seeds) |",
+        "| train.optimizer_state (model_avg p=4, 20 epochs) "
+        "| test micro-F1 (mean ± std over seeds) |",
         "|---|---|",
     ]
     for state, row in means.iterrows():
@@ -746,18 +765,16 @@ def judge_hops(frame: pd.DataFrame) -> Verdict | None:
     if 1 not in wide or not ({0, 2} & set(wide)):
         return None
     halves: dict[str, Half | None] = {"the hops=0 half": None, "the hops=2 half": None}
-    if 0 in wide:
-        loss = (wide[1] - wide[0]).dropna()
+    loss = (wide[1] - wide[0]).dropna() if 0 in wide else pd.Series(dtype=float)
+    if not loss.empty:
         ours = f"no halo loses {_span(loss, '.3f')} micro-F1 against one hop ({loss.size} graphs)"
-        lost, total = _share(loss > F1_TOLERANCE / 2)
-        why = f"hops=0 loses more than 0.01 on {lost}/{total} graphs"
-        halves["the hops=0 half"] = Half(ours, lost / total, why)
-    if 2 in wide:
-        gain = (wide[2] - wide[1]).dropna()
+        why = "hops=0 loses more than 0.01 on {share} graphs"
+        halves["the hops=0 half"] = share_half(ours, loss > F1_TOLERANCE / 2, why)
+    gain = (wide[2] - wide[1]).dropna() if 2 in wide else pd.Series(dtype=float)
+    if not gain.empty:
         ours = f"two hops - one hop {_span(gain, '+.3f')} ({gain.size} graphs)"
-        small, total = _share(gain <= F1_TOLERANCE / 2)
-        why = f"hops=2 gains at most 0.01 on {small}/{total} graphs"
-        halves["the hops=2 half"] = Half(ours, small / total, why)
+        why = "hops=2 gains at most 0.01 on {share} graphs"
+        halves["the hops=2 half"] = share_half(ours, gain <= F1_TOLERANCE / 2, why)
     return two_halves(halves)
 
 
@@ -802,9 +819,8 @@ def detail_sync_speed(frame: pd.DataFrame) -> list[str]:
 
 
 def chunk_refinement_on(frame: pd.DataFrame) -> pd.Series:
-    """Whether each run refined its chunks (GREM runs from before the key all did)."""
-    flags = frame.get("partitioner.chunk_refinement", pd.Series(index=frame.index, dtype=object))
-    return flags.map(_value).isin(["", "true"])
+    """Whether each GREM run refined its chunks."""
+    return added_key_values(frame, "partitioner.chunk_refinement") == "true"
 
 
 def grem_metis_gaps(frame: pd.DataFrame) -> pd.Series:
@@ -843,7 +859,8 @@ def _cut_half(gap: pd.Series) -> Half | None:
         f"GREM's cut - METIS's {_span(gap * 100, '+.1f')} points of edges "
         f"(median {gap.median() * 100:+.1f}); within 1 point in {within}/{total}"
     )
-    return Half(ours, within / total, f"GREM's cut within 1 point of METIS's in {within}/{total}")
+    why = "GREM's cut within 1 point of METIS's in {share}"
+    return share_half(ours, gap <= EDGE_CUT_TOLERANCE, why)
 
 
 def _refinement_half(gains: pd.DataFrame) -> Half | None:
@@ -882,11 +899,11 @@ def detail_grem(frame: pd.DataFrame) -> list[str]:
     """Edge cut of METIS and GREM per chunk fraction (refined or not), GREM's refinement moves."""
     grem = frame[frame["partitioner.name"] == "grem"]
     lines = ["Edge cut, METIS and GREM per chunk fraction:", ""]
-    placed = grem["partitioner.chunk_fraction"].map(lambda c: f"grem {c:g}") + (
+    label = grem["partitioner.chunk_fraction"].map(lambda c: f"grem {c:g}") + (
         ~chunk_refinement_on(grem)
     ).map({True: " placement only", False: ""})
     metis = frame[frame["partitioner.name"] == "metis"]
-    both = pd.concat([grem.assign(partitioner=placed), metis.assign(partitioner="metis")])
+    both = pd.concat([grem.assign(partitioner=label), metis.assign(partitioner="metis")])
     lines += mean_std_table(both, ["dataset.name", "p"], "partitioner", "edge_cut")
     refined = grem[chunk_refinement_on(grem)]
     if "refinement_moves" in refined:
@@ -973,9 +990,11 @@ def _accuracy_half(frame: pd.DataFrame) -> Half | None:
         return None
     others = f1.drop(columns="cluster").max(axis=1)
     gap = (f1["cluster"] - others).dropna()
-    within, total = _share(gap >= -F1_TOLERANCE)
-    ours = f"cluster-batch - best other {_span(gap, '+.3f')} micro-F1 ({total} graphs)"
-    return Half(ours, within / total, f"cluster-batch within {F1_TOLERANCE} in {within}/{total}")
+    if gap.empty:
+        return None
+    ours = f"cluster-batch - best other {_span(gap, '+.3f')} micro-F1 ({gap.size} graphs)"
+    why = f"cluster-batch within {F1_TOLERANCE} in {{share}}"
+    return share_half(ours, gap >= -F1_TOLERANCE, why)
 
 
 LAYOUT_MODEL = (
@@ -994,11 +1013,12 @@ def layout_bytes(frame: pd.DataFrame) -> pd.Series:
 
 def layout_ratios(frame: pd.DataFrame) -> pd.Series:
     """The 2D grid layout's bytes over the 1D layout's, per (dataset, p)."""
-    grid = frame[frame.get("partitioner.name") == "grid"] if "partitioner.name" in frame else frame
-    if not _has(grid, "partitioner.grid_dims", "rf_edge_partition", "graph.feature_dim"):
+    if not _has(frame, "partitioner.name", "rf_edge_partition", "graph.feature_dim"):
         return pd.Series(dtype=float)
-    wide = _means(grid.assign(layout=layout_bytes(grid)), ["dataset.name", "p"],
-                  "partitioner.grid_dims", "layout")  # fmt: skip
+    grid = frame[frame["partitioner.name"] == "grid"]
+    dims = added_key_values(grid, "partitioner.grid_dims")
+    wide = _means(grid.assign(layout=layout_bytes(grid), dims=dims), ["dataset.name", "p"],
+                  "dims", "layout")  # fmt: skip
     if not {"1", "2"} <= set(wide):
         return pd.Series(dtype=float)
     return (wide["2"] / wide["1"]).dropna()
@@ -1010,12 +1030,11 @@ def _memory_half(frame: pd.DataFrame) -> Half | None:
     if ratio.empty:
         return None
     low, high = LAYOUT_RATIO_BAND
-    near, total = _share((ratio >= low) & (ratio <= high))
     ours = (
         f"2D layout {_span(ratio, '.2f')}x the 1D one's (median {ratio.median():.2f}, "
-        f"{total} graph x p)"
+        f"{ratio.size} graph x p)"
     )
-    return Half(ours, near / total, f"2D {low}-{high}x 1D in {near}/{total}")
+    return share_half(ours, (ratio >= low) & (ratio <= high), f"2D {low}-{high}x 1D in {{share}}")
 
 
 def judge_strategy(frame: pd.DataFrame) -> Verdict | None:
@@ -1036,6 +1055,7 @@ def detail_strategy(frame: pd.DataFrame) -> list[str]:
     if ratio.empty:
         return lines
     grid = frame[frame["partitioner.name"] == "grid"]
+    grid = grid.assign(**{"partitioner.grid_dims": added_key_values(grid, "partitioner.grid_dims")})
     lines += ["", "Vertex-cut RF (rf_edge_partition) of the 1D (grid_dims=1) and 2D layouts:", ""]
     lines += mean_std_table(
         grid, ["dataset.name", "p"], "partitioner.grid_dims", "rf_edge_partition"
@@ -1190,7 +1210,8 @@ CLAIMS = (
     ),
     Claim(
         7, "Armada", "GREM's edge cut is comparable to METIS's; refinement matters at small chunks",
-        "within ~1% of edges at a 10% chunk; refinement matters at small chunks", ("claim_7_grem_metis", "claim_7b_grem_chunks"),
+        "within ~1% of edges at a 10% chunk; refinement matters at small chunks",
+        ("claim_7_grem_metis", "claim_7b_grem_chunks"),
         SMALL, judge_grem, detail_grem, plot_grem,
     ),
     Claim(

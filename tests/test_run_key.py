@@ -6,7 +6,15 @@ import pytest
 from test_end_to_end import gnnbench, runs
 
 from gnnbench import spec_keys
-from gnnbench.track.sweep import SweepTracker, run_key, run_keys
+from gnnbench.spec_keys import is_neutral
+from gnnbench.track.report.query import ALIASES_TAG, newest_per_job
+from gnnbench.track.sweep import (
+    SKIPPED_ALIASES_TAG,
+    SKIPPED_TAG,
+    SweepTracker,
+    run_key,
+    run_keys,
+)
 
 BASE = {
     "dataset": {"name": "cora"},
@@ -63,6 +71,22 @@ def test_run_keys_hold_the_key_runs_were_tagged_with_while_the_key_counted(monke
     assert tagged_then in keys and len(set(keys)) == 4  # each of the 2 neutral keys in or out
 
 
+def test_neutral_means_the_same_type_too():
+    """chunk_refinement=1 or grid_dims=2.0 is no older config: it gets its own key (and its
+    partitioner's error) instead of a cached book or a skipped job."""
+    assert is_neutral("partitioner.chunk_refinement", True)
+    assert not is_neutral("partitioner.chunk_refinement", 1)
+    assert not is_neutral("partitioner.grid_dims", 2.0) and is_neutral("partitioner.grid_dims", 2)
+    assert not is_neutral("partitioner.name", "grid")  # not a key added later
+
+
+def test_run_keys_count_only_what_the_mode_does_not_ignore():
+    """Centralized ignores the partitioner: its neutral chunk_edges makes no second key."""
+    config = {**BASE, "train": {"mode": "centralized", "epochs": 3},
+              "partitioner": {"name": "spring", "chunk_edges": 1048576}}  # fmt: skip
+    assert run_keys(config) == [run_key(config)]
+
+
 def test_resume_finds_a_run_under_any_of_its_keys(tmp_path):
     tracker = SweepTracker(f"sqlite:///{tmp_path / 'mlflow.db'}", "resume")
     run = tracker.client.create_run(tracker.experiment_id, tags={"run_key": "older"})
@@ -70,6 +94,40 @@ def test_resume_finds_a_run_under_any_of_its_keys(tmp_path):
     tracker.client.set_terminated(run.info.run_id, "FINISHED")
     assert tracker.finished_run(["newer", "older"]) == run.info.run_id
     assert tracker.finished_run(["newer"]) is None
+
+
+def _child(tracker, sweep_id: str, key: str, status: str, aliases: str = ""):
+    tags = {"sweep_id": sweep_id, "gnnbench.role": "job", "run_key": key}
+    run = tracker.client.create_run(tracker.experiment_id, tags={**tags, ALIASES_TAG: aliases})
+    tracker.client.set_terminated(run.info.run_id, status)
+    return tracker.client.get_run(run.info.run_id)
+
+
+@pytest.mark.parametrize("aliased", [True, False])
+def test_a_job_failed_under_an_older_key_is_no_failure_once_skipped(tmp_path, aliased):
+    """Before an upgrade a job FAILED in this sweep (key 'older'); now resume skips it as
+    FINISHED elsewhere under 'newer'. The parent's alias tag ties the two together."""
+    tracker = SweepTracker(f"sqlite:///{tmp_path / 'mlflow.db'}", "aliases")
+    parent = tracker.open_parent("s1", [])
+    older = _child(tracker, "s1", "older", "FAILED")
+    this_invocation = older.info.start_time + 1  # the FAILED run came from an earlier one
+    tracker.client.set_tag(parent, SKIPPED_TAG + "newer", "finished-elsewhere")
+    if aliased:
+        tracker.client.set_tag(parent, SKIPPED_ALIASES_TAG + "newer", "oldest,older")
+    lines, counts = tracker.close_parent(parent, "s1", since_ms=this_invocation)
+    assert (lines == []) is aliased
+    assert tracker.client.get_run(parent).info.status == ("FINISHED" if aliased else "FAILED")
+    assert counts.startswith("0 finished, 1 skipped")
+
+
+def test_a_rerun_replaces_the_run_its_older_key_tagged(tmp_path):
+    """The newest run of a job counts, whichever version tagged the older ones."""
+    tracker = SweepTracker(f"sqlite:///{tmp_path / 'mlflow.db'}", "aliases")
+    older = _child(tracker, "s1", "older", "FAILED")
+    newer = _child(tracker, "s1", "newer", "FINISHED", aliases="oldest,older")
+    other = _child(tracker, "s1", "other", "FINISHED")
+    kept = {run.info.run_id for run in newest_per_job([older, newer, other])}
+    assert kept == {newer.info.run_id, other.info.run_id}
 
 
 @pytest.mark.slow

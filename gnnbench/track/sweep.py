@@ -25,6 +25,7 @@ from hydra.experimental.callback import Callback
 from gnnbench.spec_keys import neutral_keys_present, without_keys
 from gnnbench.torchrun import torchrun_rank
 from gnnbench.track.mlflow_run import one_line, retrying
+from gnnbench.track.report.query import job_of, key_aliases, newest_per_job
 from gnnbench.track.spec import TrackingSpec
 
 log = logging.getLogger(__name__)
@@ -35,6 +36,9 @@ TOTAL_ENV = "GNNBENCH_SWEEP_JOBS"
 # On the parent, one tag per job resume skipped: skipped.<run_key> = the FINISHED run it repeats
 # (often outside the sweep), so the summary and the report still count the job.
 SKIPPED_TAG = "skipped."
+# ... and skipped_aliases.<run_key> = the older keys of that job, comma-separated (run_keys), so
+# an older child of it (FAILED before an upgrade) is seen as the same job
+SKIPPED_ALIASES_TAG = "skipped_aliases."
 SETUP_ERROR_ENV = "GNNBENCH_SWEEP_SETUP_ERROR"  # set when the parent could not be opened
 # Keys that say where things go, not what is computed: left out of the run key.
 VOLATILE_KEYS = ("tracking", "resume", "hydra")
@@ -46,13 +50,27 @@ def _digest(payload: Any) -> str:
     ).hexdigest()
 
 
-def record_skipped(tracking: TrackingSpec, key: str, finished_run_id: str) -> None:
-    """Tag the sweep's parent with a job resume skipped, so the sweep still counts and reports it
-    (the tag, not this process's memory: parallel jobs run in other processes)."""
+def record_skipped(tracking: TrackingSpec, keys: list[str], finished_run_id: str) -> None:
+    """Tag the sweep's parent with a job resume skipped (its run_keys), so the sweep still counts
+    and reports it (the tag, not this process's memory: parallel jobs run in other processes)."""
     parent = os.environ.get(PARENT_ENV)
     if parent:
         tracker = SweepTracker(tracking.uri, tracking.experiment)
-        retrying(tracker.client.set_tag, parent, SKIPPED_TAG + key, finished_run_id)
+        retrying(tracker.client.set_tag, parent, SKIPPED_TAG + keys[0], finished_run_id)
+        if keys[1:]:
+            aliases = ",".join(keys[1:])
+            retrying(tracker.client.set_tag, parent, SKIPPED_ALIASES_TAG + keys[0], aliases)
+
+
+def skipped_aliases(parent_tags: Mapping[str, str]) -> dict[str, str]:
+    """{older run key: run key} of the jobs resume skipped, from the parent's tags."""
+    return {
+        alias: tag.removeprefix(SKIPPED_ALIASES_TAG)
+        for tag, aliases in parent_tags.items()
+        if tag.startswith(SKIPPED_ALIASES_TAG)
+        for alias in aliases.split(",")
+        if alias
+    }
 
 
 def run_key(config: Mapping[str, Any]) -> str:
@@ -70,12 +88,12 @@ def run_keys(config: Mapping[str, Any]) -> list[str]:
     the KEYS_ADDED_LATER it holds at their neutral value still in. Resume looks for all of them,
     so neither the runs from before a key existed nor those logged with it are run again."""
     ignored = set(VOLATILE_KEYS) | set(ignored_axes(config))
-    present = neutral_keys_present(config)
+    counted = {key: value for key, value in config.items() if key not in ignored}
+    present = neutral_keys_present(counted)
     keys = []
     for size in range(len(present), -1, -1):  # every key dropped first: the run key
         for dropped in itertools.combinations(present, size):
-            kept = without_keys(config, dropped)
-            keys.append(_digest({key: value for key, value in kept.items() if key not in ignored}))
+            keys.append(_digest(without_keys(counted, dropped)))
     return keys
 
 
@@ -146,18 +164,13 @@ class SweepTracker:
         retrying(self.client.log_param, run.info.run_id, "overrides", " ".join(overrides)[:6000])
         return run.info.run_id
 
-    def latest_children(self, sweep_id: str) -> list:
-        """The newest child run of each run key in the sweep."""
-        runs = retrying(
+    def children(self, sweep_id: str) -> list:
+        """Every job run of the sweep."""
+        return retrying(
             self.client.search_runs,
             [self.experiment_id],
             filter_string=f"tags.sweep_id = '{sweep_id}' and tags.`gnnbench.role` = 'job'",
-            order_by=["attributes.start_time DESC"],
         )
-        newest: dict[str, Any] = {}
-        for run in runs:
-            newest.setdefault(run.data.tags.get("run_key", run.info.run_id), run)
-        return list(newest.values())
 
     def finished_run(self, keys: list[str]) -> str | None:
         """A FINISHED run tagged with any of a job's run keys (run_keys), if there is one."""
@@ -172,31 +185,27 @@ class SweepTracker:
                 return runs[0].info.run_id
         return None
 
-    def skipped_jobs(self, parent_run_id: str) -> dict[str, str]:
-        """{run_key: FINISHED run id} of the jobs resume skipped, from the parent's tags."""
-        tags = retrying(self.client.get_run, parent_run_id).data.tags
-        return {
-            k.removeprefix(SKIPPED_TAG): v for k, v in tags.items() if k.startswith(SKIPPED_TAG)
-        }
-
     def close_parent(
         self, parent_run_id: str, sweep_id: str, since_ms: int = 0, interrupted: bool = False
     ) -> tuple[list[str], str]:
         """End the parent FINISHED or FAILED from its jobs; return one line per failed job and
         this invocation's counts (jobs started since since_ms, jobs resume skipped, failures)."""
-        latest = self.latest_children(sweep_id)
+        tags = retrying(self.client.get_run, parent_run_id).data.tags
+        children = self.children(sweep_id)
+        aliases = {**key_aliases(children), **skipped_aliases(tags)}
+        latest = newest_per_job(children, aliases)
         ran_now = [run for run in latest if run.info.start_time >= since_ms]
-        ran_keys = {run.data.tags.get("run_key") for run in ran_now}
+        ran_keys = {job_of(run, aliases) for run in ran_now}
         skipped = {
-            key: run_id
-            for key, run_id in self.skipped_jobs(parent_run_id).items()
-            if key not in ran_keys
+            tag.removeprefix(SKIPPED_TAG): run_id
+            for tag, run_id in tags.items()
+            if tag.startswith(SKIPPED_TAG) and tag.removeprefix(SKIPPED_TAG) not in ran_keys
         }
         # a job skipped now FINISHED elsewhere: an older FAILED child of it is no failure
         failed = [
             run
             for run in latest
-            if run.info.status != "FINISHED" and run.data.tags.get("run_key") not in skipped
+            if run.info.status != "FINISHED" and job_of(run, aliases) not in skipped
         ]
         status = "KILLED" if interrupted else "FAILED" if failed else "FINISHED"
         retrying(self.client.set_terminated, parent_run_id, status)

@@ -58,7 +58,7 @@ def grid(
     store: GraphStore, p: int, seed: int, *, chunk_edges: int, grid_dims: int
 ) -> PartitionResult:
     """2D (or 1D: p x 1) grid hashing over one pass of the store's edge stream."""
-    if grid_dims not in (1, 2) or isinstance(grid_dims, bool):
+    if type(grid_dims) is not int or grid_dims not in (1, 2):  # 2.0 and true are not 2
         raise ConfigError(f"partitioner.grid_dims: expected 1 or 2, got {grid_dims!r}")
     rows, cols = grid_shape(p) if grid_dims == 2 else (p, 1)
     replicas = new_replicas(store.num_nodes, p)

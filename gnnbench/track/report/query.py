@@ -4,12 +4,15 @@ notebook (open a store, find an experiment, search all its runs, load one sweep)
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from gnnbench.errors import GnnbenchError
 from gnnbench.track.mlflow_run import HEADLINE_METRICS
+
+# On a job's run: the run keys earlier versions gave the same job, comma-separated (run_keys)
+ALIASES_TAG = "run_key_aliases"
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient
@@ -111,11 +114,31 @@ def find_parent(client, experiment_id: str, sweep_id: str | None, tracking_uri: 
     return found[0]
 
 
-def newest_per_job(runs: Iterable) -> list:
-    """The newest run of each job (its `run_key` tag; a run without one stands alone)."""
+def key_aliases(runs: Iterable) -> dict[str, str]:
+    """{older run key: run key} from the runs' ALIASES_TAG (the keys earlier versions gave their
+    job, gnnbench.track.sweep.run_keys)."""
+    return {
+        alias: run.data.tags["run_key"]
+        for run in runs
+        if "run_key" in run.data.tags
+        for alias in run.data.tags.get(ALIASES_TAG, "").split(",")
+        if alias
+    }
+
+
+def job_of(run, aliases: Mapping[str, str]) -> str:
+    """A run's job: its run key, an older one mapped to today's; a run without one stands alone."""
+    key = run.data.tags.get("run_key", run.info.run_id)
+    return aliases.get(key, key)
+
+
+def newest_per_job(runs: Iterable, aliases: Mapping[str, str] | None = None) -> list:
+    """The newest run of each job (job_of, with the runs' own aliases and `aliases`)."""
+    runs = sorted(runs, key=lambda run: run.info.start_time or 0, reverse=True)
+    every_alias = {**key_aliases(runs), **(aliases or {})}
     newest: dict[str, Any] = {}
-    for run in sorted(runs, key=lambda run: run.info.start_time or 0, reverse=True):
-        newest.setdefault(run.data.tags.get("run_key", run.info.run_id), run)
+    for run in runs:
+        newest.setdefault(job_of(run, every_alias), run)
     return list(newest.values())
 
 
@@ -171,7 +194,10 @@ def load_sweep(
     )
     own = {run.info.run_id for run in children}
     others = [run for run in skipped_runs(client, parent) if run.info.run_id not in own]
-    rows = [run_row(run) for run in newest_per_job([*children, *others])]
+    from gnnbench.track.sweep import skipped_aliases
+
+    jobs = newest_per_job([*children, *others], skipped_aliases(parent.data.tags))
+    rows = [run_row(run) for run in jobs]
     outside = {run.info.run_id for run in others}
     for row in rows:
         row["skipped"] = row["run_id"] in outside
