@@ -419,7 +419,7 @@ def test_training_claims_judge_detail_and_plot_made_up_runs(number, frame, verdi
     claim = claims.CLAIMS[number - 1]
     assert claim.judge(frame).verdict == verdict
     assert any("± " in line for line in claim.detail(frame))  # mean ± std over the seeds
-    if claim.plot is not None:
+    if claim.plot is not None and number != 9:  # 9 plots its layout runs (test_claim_9_memory_*)
         assert claim.plot(frame) is not None
 
 
@@ -440,6 +440,7 @@ def test_claim_9_memory_half_compares_layout_bytes(rf_2d, ratio, verdict):
     judged = claims.judge_strategy(frame)
     assert judged.verdict == verdict and f"{ratio:.2f}x" in judged.ours
     assert any("2D / 1D" in line for line in claims.detail_strategy(frame))
+    assert claims.plot_layouts(frame) is not None and claims.plot_layouts(accuracy) is None
 
 
 def test_claim_6_and_4_detail_and_plot():
