@@ -137,9 +137,10 @@ def _value(value) -> str:
 
 def added_key_values(frame: pd.DataFrame, column: str) -> pd.Series:
     """One of the KEYS_ADDED_LATER per run as _value text: its neutral value for runs from before
-    the key (for the runs of one partitioner or mode that has the key)."""
+    the key, or that logged it as None (for the runs of one partitioner or mode that has it)."""
     values = frame.get(column, pd.Series(index=frame.index, dtype=object)).map(_value)
-    return values.replace("", _value(KEYS_ADDED_LATER[column]))
+    neutral = _value(KEYS_ADDED_LATER[column])
+    return values.replace({"": neutral, "None": neutral})
 
 
 def _identity(row: dict[str, str]) -> tuple[tuple[str, str], ...]:
@@ -542,7 +543,7 @@ def plot_model_avg(frame: pd.DataFrame):
 def local_step_means(frame: pd.DataFrame) -> pd.DataFrame:
     """Test micro-F1 mean, std and n over seeds per (mode, p, epochs, lr), and the worker
     processes that trained them; centralized has no p (0) and one process."""
-    frame = frame[optimizer_states(frame) == "local"]  # claim_4c_adam's are compared apart
+    frame = frame[added_key_values(frame, "train.optimizer_state") == "local"]  # claim_4c_adam's are compared apart
     averaged = frame["train.mode"] != "centralized"
     workers = frame.get("num_gpus", pd.Series("?", index=frame.index)).astype(str)
     keyed = frame.assign(
@@ -691,15 +692,9 @@ UNTESTED_ADAM = (
 )
 
 
-def optimizer_states(frame: pd.DataFrame) -> pd.Series:
-    """Each run's train.optimizer_state; runs from before the key kept their moments local."""
-    states = frame.get("train.optimizer_state", pd.Series(index=frame.index, dtype=object))
-    return states.fillna("local").replace({"None": "local", "": "local"})
-
-
 def adam_state_means(frame: pd.DataFrame, epochs: int = 20, p: int = 4) -> pd.DataFrame:
     """model_avg at p and `epochs` (base lr): test micro-F1 mean, std, n per optimizer_state."""
-    keyed = frame.assign(optimizer_state=optimizer_states(frame))
+    keyed = frame.assign(optimizer_state=added_key_values(frame, "train.optimizer_state"))
     chosen = keyed[
         (keyed["train.mode"] == "model_avg")
         & (keyed["p"].astype(float) == p)
