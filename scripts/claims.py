@@ -543,7 +543,8 @@ def plot_model_avg(frame: pd.DataFrame):
 def local_step_means(frame: pd.DataFrame) -> pd.DataFrame:
     """Test micro-F1 mean, std and n over seeds per (mode, p, epochs, lr), and the worker
     processes that trained them; centralized has no p (0) and one process."""
-    frame = frame[added_key_values(frame, "train.optimizer_state") == "local"]  # claim_4c_adam's are compared apart
+    # claim_4c_adam's runs are compared apart
+    frame = frame[added_key_values(frame, "train.optimizer_state") == "local"]
     averaged = frame["train.mode"] != "centralized"
     workers = frame.get("num_gpus", pd.Series("?", index=frame.index)).astype(str)
     keyed = frame.assign(
@@ -911,13 +912,9 @@ def detail_grem(frame: pd.DataFrame) -> list[str]:
 
 def plot_grem(frame: pd.DataFrame):
     """GREM's edge cut minus METIS's per graph and p, against a 1-point band."""
-    gap = grem_metis_gaps(frame)
-    if gap.empty:
-        return None
-    wide = (gap * 100).unstack("p")
-    return bar_figure(
-        wide, "GREM's edge cut - METIS's (points of edges)", "claim 7: GREM (10% chunk) vs METIS",
-        band=(-1.0, 1.0),
+    return case_bars(
+        grem_metis_gaps(frame) * 100, "p", "GREM's edge cut - METIS's (points of edges)",
+        "claim 7: GREM (10% chunk) vs METIS", band=(-1.0, 1.0),
     )  # fmt: skip
 
 
@@ -964,11 +961,8 @@ def detail_cohesive(frame: pd.DataFrame) -> list[str]:
 
 def plot_cohesive(frame: pd.DataFrame):
     """The saving per graph and batch count against CM-GCN's 46-56%."""
-    saving = cohesive_savings(frame)
-    if saving.empty:
-        return None
-    return bar_figure(
-        saving.unstack("train.batches_per_epoch"), "1 - cost(cohesive) / cost(random)",
+    return case_bars(
+        cohesive_savings(frame), "train.batches_per_epoch", "1 - cost(cohesive) / cost(random)",
         "claim 8: computation saved by cohesive batches", band=(0.46, 0.56),
     )  # fmt: skip
 
@@ -1061,11 +1055,8 @@ def detail_strategy(frame: pd.DataFrame) -> list[str]:
 
 def plot_layouts(frame: pd.DataFrame):
     """The 2D layout's bytes over the 1D one's per graph and p, against GraphTheta's ~1.2x."""
-    ratio = layout_ratios(frame)
-    if ratio.empty:
-        return None
-    return bar_figure(
-        ratio.unstack("p"), "2D layout bytes / 1D layout bytes",
+    return case_bars(
+        layout_ratios(frame), "p", "2D layout bytes / 1D layout bytes",
         "claim 9: 2D grid vertex-cut vs 1D edge partitioning", band=LAYOUT_RATIO_BAND,
     )  # fmt: skip
 
@@ -1153,6 +1144,14 @@ def bar_figure(
     ax.set_xticks(range(len(wide)), [_tick(key) for key in wide.index])
     ax.legend(title=str(wide.columns.name or ""), fontsize=8)
     return figure
+
+
+def case_bars(values: pd.Series, across: str, ylabel: str, title: str, band: tuple[float, float]):
+    """bar_figure of one value per case (graph, p, ...): one bar per value of the index level
+    `across`; None when there are no cases."""
+    if values.empty:
+        return None
+    return bar_figure(values.unstack(across), ylabel, title, band=band)
 
 
 def line_figure(wide: pd.DataFrame, ylabel: str, title: str):
