@@ -1,4 +1,5 @@
-# One virtual environment for everything; the CPU path pins torch==2.13.0 through the `cpu` extra.
+# One virtual environment for everything; the CPU path pins torch==2.13.0 through the `cpu` extra,
+# and the `partitioners` extra brings the KaMinPar and KaHIP baselines.
 VENV ?= .venv
 PYTHON := $(VENV)/bin/python
 PYTEST_ARGS ?=
@@ -10,7 +11,7 @@ install: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
 	$(PYTHON) -m pip install --quiet --upgrade pip
-	$(PYTHON) -m pip install --quiet -e ".[cpu,test]"
+	$(PYTHON) -m pip install --quiet -e ".[cpu,test,partitioners]"
 	touch $@
 
 run: install  ## install, then run the default benchmark (synthetic dataset, SPRING, p=4, 2 workers)

@@ -37,14 +37,23 @@ def fill_csr(edges, indptr, indices, cursor) -> None:
         cursor[v] += 1
 
 
-def csr_from_edges(edges: np.ndarray, num_nodes: int) -> tuple[np.ndarray, np.ndarray]:
-    """Symmetric CSR of undirected edges given once each; neighbours kept in edge order."""
-    edges = np.ascontiguousarray(edges, dtype=np.int64)
-    degree = np.bincount(edges.ravel(), minlength=num_nodes).astype(np.int64)
-    indptr = np.zeros(num_nodes + 1, dtype=np.int64)
+def csr_from_edges(
+    edges: np.ndarray, num_nodes: int, dtype: np.dtype = np.int64
+) -> tuple[np.ndarray, np.ndarray]:
+    """Symmetric CSR of undirected edges given once each; neighbours kept in edge order.
+
+    `dtype` is the integer width of both arrays: the in-memory baselines ask for the smallest
+    their package accepts (int32 where |V| and 2|E| fit), since memory is what they are
+    compared on; edges already that narrow are read without a widened copy."""
+    dtype = np.dtype(dtype)
+    if max(num_nodes, 2 * len(edges)) > np.iinfo(dtype).max:
+        raise ValueError(f"a CSR of {num_nodes} nodes and {len(edges)} edges overflows {dtype}")
+    edges = np.ascontiguousarray(edges, dtype=np.result_type(edges.dtype, dtype))
+    degree = np.bincount(edges.ravel(), minlength=num_nodes).astype(dtype)
+    indptr = np.zeros(num_nodes + 1, dtype=dtype)
     np.cumsum(degree, out=indptr[1:])
-    indices = np.empty(int(indptr[-1]), dtype=np.int64)
-    fill_csr(edges, indptr, indices, np.empty(num_nodes, dtype=np.int64))
+    indices = np.empty(int(indptr[-1]), dtype=dtype)
+    fill_csr(edges, indptr, indices, degree)  # degree is n scratch entries of the right width
     return indptr, indices
 
 

@@ -205,11 +205,11 @@ class GraphStore:
         """The whole (E, 2) edge array in memory: only for in-memory baselines and small graphs."""
         return np.fromfile(self.path / "edges.bin", dtype=self.id_dtype).reshape(-1, 2)
 
-    def csr(self) -> tuple[np.ndarray, np.ndarray]:
-        """Symmetric CSR (indptr, indices) of the whole graph, in memory (O(E))."""
+    def csr(self, dtype: np.dtype = np.int64) -> tuple[np.ndarray, np.ndarray]:
+        """Symmetric CSR (indptr, indices) of the whole graph, in memory (O(E)), of `dtype`."""
         from gnnbench.data.graph_ops import csr_from_edges
 
-        return csr_from_edges(self.edges(), self.num_nodes)
+        return csr_from_edges(self.edges(), self.num_nodes, dtype)
 
 
 def open_store(path: Path) -> GraphStore:
