@@ -49,7 +49,8 @@ def csr_from_edges(
     if max(num_nodes, 2 * len(edges)) > np.iinfo(dtype).max:
         raise ValueError(f"a CSR of {num_nodes} nodes and {len(edges)} edges overflows {dtype}")
     edges = np.ascontiguousarray(edges, dtype=np.result_type(edges.dtype, dtype))
-    degree = np.bincount(edges.ravel(), minlength=num_nodes).astype(dtype)
+    degree = np.zeros(num_nodes, dtype=dtype)
+    accumulate_degree(edges, degree)  # np.bincount would copy 32-bit ids to 64-bit first
     indptr = np.zeros(num_nodes + 1, dtype=dtype)
     np.cumsum(degree, out=indptr[1:])
     indices = np.empty(int(indptr[-1]), dtype=dtype)
