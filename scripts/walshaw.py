@@ -30,6 +30,10 @@ REFINE = {"refine_passes": 10}  # the cut objective: the archive's measure
 # label -> (partitioner, overrides of its config file and of the shared keys)
 CONFIGS: dict[str, tuple[str, dict]] = {
     "metis": ("metis", {}),
+    "kaminpar": ("kaminpar", {}),
+    "kaminpar strong": ("kaminpar", {"context": "strong"}),
+    "kahip eco": ("kahip", {}),
+    "kahip strong": ("kahip", {"mode": "strong"}),
     "spring": ("spring", {}),
     "grem": ("grem", {}),
     "ldg": ("ldg", {}),
@@ -82,6 +86,7 @@ def document(frame: pd.DataFrame) -> str:
     cell = frame["ratio"].map("{:.2f}".format).where(frame["balanced"], frame["ratio"].map(
         "{:.2f}*".format))  # fmt: skip
     wide = frame.assign(cell=cell).pivot(index="graph", columns="config", values="cell")
+    wide = wide.reindex(columns=list(CONFIGS), fill_value="—")  # configs the CSV lacks yet
     balanced = frame[frame["balanced"]]
     summary = pd.DataFrame({
         "geomean": balanced.groupby("config")["ratio"].agg(lambda r: float(np.exp(np.log(r).mean()))),
