@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -17,8 +20,10 @@ from graphs import make_store
 from test_data_sources import dataset_config
 from test_end_to_end import gnnbench
 
+from gnnbench import lifecycle
+from gnnbench.atomic import is_stale
 from gnnbench.data.datasets import prepare_dataset
-from gnnbench.errors import BaselineUnavailable, ConfigError
+from gnnbench.errors import BaselineUnavailable, ConfigError, OutOfMemory
 from gnnbench.partition.algorithms.kahip import MODES
 from gnnbench.partition.algorithms.kaminpar import CONTEXTS, write_parhip
 from gnnbench.partition.base import vertex_balance_bound
@@ -129,3 +134,45 @@ def test_missing_package_single_run_is_one_line(tmp_path, gnnbench_home, hidden_
     assert line.startswith("gnnbench: error: partitioner=kaminpar: the kaminpar package")
     assert line.endswith(EXTRA_INSTALL)
     assert not list(Path(gnnbench_home, "partitions").glob("*/owner.npy"))
+
+
+@pytest.mark.fault("memory: kaminpar or kahip over the cap")
+@pytest.mark.parametrize("name", ["kaminpar", "kahip"])
+def test_package_out_of_memory_under_the_cap_is_out_of_memory(gnnbench_home, name):
+    """Room for the edges and the CSR but not for the package's own graph. The C++ allocation
+    fails as a MemoryError (std::bad_alloc), or KaMinPar aborts on a failed allocation of its own
+    (SIGABRT); the stage reports either as out of memory, and a graph file an abort leaves behind
+    is a stale temporary the next run removes."""
+    store = prepare_dataset(
+        {**dataset_config("rgg"), "name": "rgg-cap", "num_nodes": 30000, "avg_degree": 40}
+    )
+    # what the step itself holds before the package runs: the edges and the 32-bit CSR
+    ours_mb = (store.num_nodes + 1 + 4 * store.num_edges) * 4 / 2**20
+    script = textwrap.dedent(
+        f"""
+        import numpy as np
+        from pathlib import Path
+        from gnnbench.data.store import GraphStore
+        from gnnbench.partition.memory_limit import apply_memory_limit, is_out_of_memory
+        from gnnbench.partition.memory_limit import private_bytes
+        from gnnbench.partition.spec import PartitionSpec
+        import {name}
+        store = GraphStore(Path({str(store.path)!r}))
+        store.csr(np.int32)  # compiled before the cap
+        apply_memory_limit(private_bytes() + int({2 * ours_mb} * 2**20))
+        try:
+            PartitionSpec.defaults({name!r}).run(store, 4, 0)
+            print("finished")
+        except MemoryError as exc:
+            print("out of memory", is_out_of_memory(exc, True), exc)
+        """
+    )
+    completed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    if completed.returncode < 0:  # aborted: what the stage makes of it under a cap
+        died = lifecycle.signal_death("kaminpar", completed.returncode, True, None)
+        assert name == "kaminpar" and isinstance(died, OutOfMemory), completed.stderr[-2000:]
+        assert "out of memory" in completed.stderr
+    else:
+        assert completed.returncode == 0, completed.stderr[-2000:]
+        assert completed.stdout.strip() == "out of memory True std::bad_alloc"
+    assert all(is_stale(left) for left in store.path.glob(".*tmp*"))

@@ -8,6 +8,11 @@ read that file: into its CSR, or, for the `terapart` contexts, straight into its
 which is what those contexts exist for (memory-efficient partitioning). Everything KaMinPar holds
 is inside the measurement; the file itself is on disk.
 
+Under `partitioner.memory_limit_gb`, a failed allocation is a MemoryError (std::bad_alloc) where
+KaMinPar uses `new`, but its own arrays abort the process on a failed allocation: the stage then
+reports out of memory (killed by SIGABRT under its cap) without the peak reached, and the graph
+file, if left, is a stale temporary the next run removes.
+
 Determinism: KaMinPar is reseeded with the run's seed before every call; with `threads: 1` (the
 default) the result is the same for a seed on every run. More threads are faster but their
 label propagation races, so the partition may differ between runs.
