@@ -48,7 +48,8 @@ def check_choice(key: str, value: object, choices: tuple[str, ...]) -> str:
 
 
 def imbalance_bound(p: int, n: int, imbalance: float) -> float:
-    """vertex_balance bound of a block cap of floor((1 + ε) ceil(n / p)) nodes."""
+    """vertex_balance bound of a block cap of (1 + ε) ceil(n / p) nodes, rounded up (whether a
+    package rounds that cap down or up, no block passes it)."""
     if n == 0:
         return 1.0
-    return math.floor((1 + imbalance) * math.ceil(n / p)) / (n / p)
+    return math.ceil((1 + imbalance) * math.ceil(n / p)) / (n / p)
