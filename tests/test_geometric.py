@@ -77,3 +77,11 @@ def test_streams_in_bounded_memory(gnnbench_home):
 def test_impossible_values_name_the_key(key, value):
     with pytest.raises(ConfigError, match=f"dataset.{key}: invalid value"):
         GeometricParams.from_config(rgg(**{key: value}))
+
+
+def test_defaults_live_in_its_yaml_only():
+    assert GeometricParams.from_config({"num_nodes": 300}) == GeometricParams.from_config(
+        rgg(num_nodes=300)
+    )
+    with pytest.raises(ConfigError, match="dataset.dims: expected a number, got 'flat'"):
+        GeometricParams.from_config(rgg(dims="flat"))

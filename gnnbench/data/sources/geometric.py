@@ -23,7 +23,6 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
-from functools import cache
 from typing import Any
 
 import numba
@@ -31,6 +30,7 @@ import numpy as np
 
 from gnnbench.data.builder import GraphStoreBuilder
 from gnnbench.data.datasets import SOURCES
+from gnnbench.data.sources._generator_keys import generator_params
 from gnnbench.errors import ConfigError
 from gnnbench.progress import progress
 
@@ -52,17 +52,7 @@ class GeometricParams:
     def from_config(cls, dataset: Mapping[str, Any]) -> GeometricParams:
         """The keys of the dataset config, converted and checked; a key left out or null takes
         conf/dataset/rgg.yaml's value."""
-        values = {}
-        for item in fields(cls):
-            value = dataset.get(item.name)
-            value = yaml_defaults()[item.name] if value is None else value
-            try:
-                values[item.name] = (int if item.type == "int" else float)(value)
-            except (TypeError, ValueError):
-                raise ConfigError(
-                    f"dataset.{item.name}: expected a number, got {value!r}"
-                ) from None
-        params = cls(**values)
+        params = generator_params(cls, dataset, "rgg")
         for key, ok in {
             "num_nodes": params.num_nodes >= 1,
             "avg_degree": 0 < params.avg_degree < params.num_nodes,
@@ -86,16 +76,6 @@ class GeometricParams:
     @property
     def cells_per_axis(self) -> int:
         return max(1, int(1 / self.radius))
-
-
-@cache
-def yaml_defaults() -> dict[str, Any]:
-    """conf/dataset/rgg.yaml: the generator's defaults (read once)."""
-    from omegaconf import OmegaConf
-
-    from gnnbench.paths import REPO_ROOT
-
-    return OmegaConf.to_container(OmegaConf.load(REPO_ROOT / "conf" / "dataset" / "rgg.yaml"))
 
 
 @SOURCES.register("geometric")

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
-from functools import cache
 from typing import Any
 
 import numba
@@ -22,6 +21,7 @@ import numpy as np
 
 from gnnbench.data.builder import GraphStoreBuilder
 from gnnbench.data.datasets import SOURCES
+from gnnbench.data.sources._generator_keys import generator_params
 from gnnbench.data.sources._io import row_chunk
 from gnnbench.errors import ConfigError
 from gnnbench.progress import progress
@@ -45,18 +45,7 @@ class SbmParams:
     def from_config(cls, dataset: Mapping[str, Any]) -> SbmParams:
         """The generator's keys of the dataset config, converted to the field's type and checked;
         a key left out or null takes conf/dataset/synthetic.yaml's value."""
-        defaults = yaml_defaults()
-        values = {}
-        for item in fields(cls):
-            value = dataset.get(item.name)
-            value = defaults[item.name] if value is None else value
-            try:
-                values[item.name] = (int if item.type == "int" else float)(value)
-            except (TypeError, ValueError):
-                raise ConfigError(
-                    f"dataset.{item.name}: expected a number, got {value!r}"
-                ) from None
-        params = cls(**values)
+        params = generator_params(cls, dataset, "synthetic")
         params.validate()
         return params
 
@@ -151,16 +140,6 @@ class WeightedSampler:
         sizes = self.bounds[communities + 1] - low
         slots = low + (rng.random(len(communities)) * sizes).astype(np.int64)
         return self.order[self._draw(self.community_table, slots, rng)]
-
-
-@cache
-def yaml_defaults() -> dict[str, Any]:
-    """conf/dataset/synthetic.yaml: the generator's defaults (read once)."""
-    from omegaconf import OmegaConf
-
-    from gnnbench.paths import REPO_ROOT
-
-    return OmegaConf.to_container(OmegaConf.load(REPO_ROOT / "conf" / "dataset" / "synthetic.yaml"))
 
 
 @SOURCES.register("synthetic")
