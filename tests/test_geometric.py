@@ -45,6 +45,14 @@ def test_edges_are_exactly_the_pairs_closer_than_r(gnnbench_home, dims):
     labels = store.labels()
     assert (labels[found[:, 0]] == labels[found[:, 1]]).mean() > 0.8
     assert len(np.unique(labels)) == params.num_classes
+    # and so do the features: neighbours' rows are closer than random pairs' (noise aside)
+    features = store.features()
+    random_pairs = np.random.default_rng(0).integers(0, store.num_nodes, size=found.shape)
+
+    def spread(pairs):
+        return float(((features[pairs[:, 0]] - features[pairs[:, 1]]) ** 2).mean())
+
+    assert spread(found) < 0.8 * spread(random_pairs)
 
 
 def test_deterministic_per_seed(gnnbench_home, tmp_path):

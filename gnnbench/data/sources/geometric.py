@@ -27,10 +27,12 @@ from typing import Any
 
 import numba
 import numpy as np
+from scipy.spatial import cKDTree
 
 from gnnbench.data.builder import GraphStoreBuilder
 from gnnbench.data.datasets import SOURCES
 from gnnbench.data.sources._generator_keys import generator_params
+from gnnbench.data.sources._io import row_chunk
 from gnnbench.errors import ConfigError
 from gnnbench.progress import progress
 
@@ -100,7 +102,7 @@ def import_geometric(builder: GraphStoreBuilder, dataset: Mapping[str, Any]) -> 
         ids = relabel[slab_first[z] : slab_first[z + 1]]
         labels[ids] = geometry.labels(slab.points)
         if features is not None:
-            features[ids] = geometry.features(slab.points, z)
+            geometry.write_features(features, ids, slab.points, z)
         last = z + 1 == grid
         following = (
             Slab.empty(params, z + 1) if last else Slab.generate(params, z + 1, slab_sizes[z + 1])
@@ -139,6 +141,7 @@ class Geometry:
 
     def __init__(self, rng: np.random.Generator, params: GeometricParams):
         self.centres = rng.random((params.num_classes, params.dims))
+        self.centres_tree = cKDTree(self.centres)
         # frequencies at the scale of a Voronoi region (about num_classes^(-1/d) wide)
         scale = 2 * math.pi * params.num_classes ** (1 / params.dims)
         self.frequencies = rng.standard_normal((params.dims, params.feature_dim)) * scale
@@ -147,16 +150,19 @@ class Geometry:
         self.seed = params.seed
 
     def labels(self, points: np.ndarray) -> np.ndarray:
-        """The nearest centre of every point."""
-        distances = ((points[:, None, :] - self.centres[None, :, :]) ** 2).sum(axis=2)
-        return distances.argmin(axis=1)
+        """The nearest centre of every point (a k-d tree: no points x centres matrix)."""
+        return self.centres_tree.query(points)[1]
 
-    def features(self, points: np.ndarray, slab: int) -> np.ndarray:
-        """sqrt(2) cos(x W + b) per point, plus N(0, noise^2) per coordinate (own stream per slab)."""
+    def write_features(self, out: np.ndarray, ids: np.ndarray, points: np.ndarray, slab: int):
+        """out[ids] = sqrt(2) cos(x W + b) + N(0, noise^2) per coordinate, a row chunk at a
+        time (the noise from a stream of the slab's own)."""
         rng = stream(self.seed, FEATURE_NOISE, slab)
-        clean = math.sqrt(2) * np.cos(points @ self.frequencies + self.phases)
-        noise = rng.standard_normal(clean.shape, dtype=np.float32)
-        return clean.astype(np.float32) + np.float32(self.noise) * noise
+        step = row_chunk(self.frequencies.shape[1])
+        for start in range(0, len(points), step):
+            rows = points[start : start + step]
+            clean = math.sqrt(2) * np.cos(rows @ self.frequencies + self.phases)
+            noise = rng.standard_normal(clean.shape, dtype=np.float32)
+            out[ids[start : start + step]] = clean + np.float32(self.noise) * noise
 
 
 @dataclass
