@@ -80,6 +80,22 @@ def test_parhip_file_layout(tmp_path):
     assert np.frombuffer(raw[first:], "<u4").tolist() == [1, 0, 2, 1]
 
 
+@pytest.mark.parametrize("wide", [False, True])
+def test_kaminpar_reads_the_parhip_file_back(tmp_path, monkeypatch, wide):
+    """Both offset widths (64-bit ones from 4 GB files on: forced here) read back by KaMinPar."""
+    import kaminpar as package
+
+    from gnnbench.partition.algorithms import kaminpar
+
+    monkeypatch.setattr(kaminpar, "NARROW_OFFSETS_BELOW", 0 if wide else 2**32)
+    store = make_store(tmp_path / "chain", TRIANGLE_CHAIN, 9)
+    write_parhip(tmp_path / "g.parhip", *store.csr(np.int32))
+    assert np.fromfile(tmp_path / "g.parhip", "<u8", count=1)[0] == (0b1011 if wide else 0b1111)
+    graph = package.load_graph(str(tmp_path / "g.parhip"), package.GraphFileFormat.PARHIP)
+    assert (graph.n(), graph.m()) == (9, 2 * len(TRIANGLE_CHAIN))
+    assert sorted(v for v, _ in graph.neighbors(3)) == [2, 4, 5]
+
+
 @requires_dataset(CORA)
 @pytest.mark.parametrize("name,params", [("kaminpar", {}), ("kahip", {})])
 def test_on_cora_deterministic_per_seed_and_balanced(gnnbench_home, name, params):

@@ -44,6 +44,7 @@ CONTEXTS = ("default", "fast", "eco", "strong", "terapart", "terapart-eco")
 _HEADER_BYTES = 24  # version, n, 2|E| as uint64
 _NODE_ID_BYTES = 4
 _OFFSETS_PER_WRITE = 1 << 20
+NARROW_OFFSETS_BELOW = 2**32  # file size from which the byte offsets take 64 bits
 
 
 def parhip_version(wide_offsets: bool) -> int:
@@ -61,7 +62,7 @@ def write_parhip(path: os.PathLike, indptr: np.ndarray, indices: np.ndarray) -> 
         raise ValueError(f"ParHIP with 32-bit node ids holds under 2^32 nodes, not {n}")
     entries = int(indptr[-1])
     narrow_end = _HEADER_BYTES + (n + 1) * 4 + entries * _NODE_ID_BYTES
-    wide = narrow_end >= 2**32
+    wide = narrow_end >= NARROW_OFFSETS_BELOW
     offset_dtype = np.dtype("<u8" if wide else "<u4")
     first_neighbour = _HEADER_BYTES + (n + 1) * offset_dtype.itemsize
     with open(path, "wb") as handle:
