@@ -9,7 +9,7 @@ run's seed does not reach it: the partition is deterministic, but the same for e
 Two figures (docs/design.md, "Metrics"). The measured step partitions the structure only (a
 `Data` holding the edges), the work every partitioner does: `partition_*`. A PyG user also loads
 and permutes features, labels and split masks with it: that run goes to a child process of its
-own (`python -m gnnbench.partition.algorithms.pyg_metis`), measured the same way, and is logged
+own (this module's `main`), measured the same way, and is logged
 as `partition_with_features_*`. The child's wall time is not the structure's: `partition_time_s`
 is the structure-only run's own.
 """
@@ -88,8 +88,10 @@ def _with_features(store: GraphStore, p: int, recursive: bool) -> dict[str, floa
     """The run with node data in a process of its own (one memray tracker per process)."""
     with tempfile.TemporaryDirectory(prefix="gnnbench-pyg-") as scratch:
         out = Path(scratch) / "result.json"
-        command = [sys.executable, "-m", __name__, "--store", str(store.path), "--p", str(p),
-                   "--out", str(out), *(["--recursive"] if recursive else [])]  # fmt: skip
+        # imported, not run as __main__: a second copy of this module would register it twice
+        command = [sys.executable, "-c", f"import sys; from {__name__} import main; sys.exit(main())",
+                   "--store", str(store.path), "--p", str(p), "--out", str(out),
+                   *(["--recursive"] if recursive else [])]  # fmt: skip
         completed = subprocess.run(
             command, capture_output=True, text=True, preexec_fn=lifecycle.tied_to_parent()
         )
@@ -123,6 +125,3 @@ def main(argv: list[str] | None = None) -> int:
 
 pyg_metis.in_memory_baseline = True
 pyg_metis.with_features_figures = True  # partition_with_features_*: docs/design.md
-
-if __name__ == "__main__":
-    sys.exit(main())
