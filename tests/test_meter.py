@@ -3,12 +3,14 @@
 1. No work on the graph before the tracker starts: every registered partitioner (and the
    refinement post-pass) reads the store only inside its measured step, and leaves no file behind
    in or beside the store for a later run to reuse.
+   A second run on the same store builds it all again.
 2. The resident peak is the step's own: a stage started from a parent holding a large block does
    not report that block.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -90,6 +92,21 @@ def test_no_work_on_the_graph_before_the_tracker_starts(
     assert outside == [], f"{name} read the store outside its measured step: {outside}"
     # nothing cached in or beside the store that a later run ("a warm home") would skip building
     assert _listing(store.path.parent) == before
+
+
+def test_a_warm_home_builds_what_a_fresh_one_builds(store, tmp_path, monkeypatch):
+    """A second run on the same store (a warm home, in the same process) builds the node-stream
+    CSR again, inside its step: the same edge passes as the first, shared with the refinement."""
+    monkeypatch.setattr(stage, "_flamegraph", lambda tracker, html: tracker.unlink())
+    spec = PartitionSpec.defaults("ldg", refine_passes=1)
+    metas = []
+    for run in ("fresh", "warm"):
+        stage.partition_into(store, partitioner=spec, p=P, seed=0, dest=tmp_path / run)
+        metas.append(json.loads((tmp_path / run / "meta.json").read_text()))
+    fresh, warm = metas
+    assert fresh["stats"]["adjacency_build_passes"] >= 1
+    assert warm["stats"] == fresh["stats"]  # build passes, refinement moves: the same work
+    assert warm["metrics"]["passes"] == fresh["metrics"]["passes"]
 
 
 def test_resident_peak_excludes_the_launchers_memory(store, gnnbench_home):
