@@ -26,23 +26,23 @@ def measured_import(capture: Path) -> Iterator[dict[str, float]]:
     figures: dict[str, float] = {}
     capture = Path(capture)
     started = time.perf_counter()
-    rss = PeakRss().__enter__()
+    rss = PeakRss()
     # aggregated: only the high-water mark is read back, and the capture stays small and fast
     tracker = memray.Tracker(capture, file_format=memray.FileFormat.AGGREGATED_ALLOCATIONS)
-    try:
-        tracker.__enter__()
-    except RuntimeError:  # another tracker is active in this process
-        tracker = None
-    try:
-        yield figures
-    finally:
-        if tracker is not None:
-            tracker.__exit__(None, None, None)
+    with rss:
+        try:
+            tracker.__enter__()
+        except RuntimeError:  # another tracker is active in this process
+            tracker = None
+        try:
+            yield figures
+        finally:
+            if tracker is not None:
+                tracker.__exit__(None, None, None)
     figures["import_time_s"] = round(time.perf_counter() - started, 3)
     if tracker is not None:
         figures["import_peak_mb"] = round(
             memray.FileReader(capture).metadata.peak_memory / 2**20, 1
         )
         capture.unlink()
-    rss.__exit__(None, None, None)
     figures["import_rss_mb"] = round(rss.peak_mb, 1)
