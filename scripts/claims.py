@@ -30,7 +30,12 @@ from gnnbench.atomic import atomic_write_bytes
 from gnnbench.errors import GnnbenchError
 from gnnbench.paths import REPO_ROOT
 from gnnbench.spec_keys import KEYS_ADDED_LATER
-from gnnbench.track.report.query import ROLE_TAG, experiment_runs, newest_per_job
+from gnnbench.track.report.query import (
+    ROLE_TAG,
+    experiment_runs,
+    newest_per_job,
+    one_meter_peaks,
+)
 from gnnbench.track.sweep import ignored_axes
 
 DOC = REPO_ROOT / "docs" / "claims.md"
@@ -453,23 +458,34 @@ def detail_merge(frame: pd.DataFrame) -> list[str]:
 # --- claim 3: memory against DistDGL's METIS --------------------------------------------------
 
 
-def memory_ratios(frame: pd.DataFrame) -> pd.Series:
-    """SPRING's heap peak over distdgl_metis's, per graph."""
-    wide = _means(frame, ["dataset.name"], "partitioner.name", "partition_peak_mb")
-    if not {"spring", "distdgl_metis"} <= set(wide):
+STRUCTURE_PEAK = "partition_peak_mb"  # the structure-only work every partitioner does
+FEATURES_PEAK = "partition_with_features_peak_mb"  # distdgl_metis loading node data, as its users
+
+
+def memory_ratios(frame: pd.DataFrame, peak: str = STRUCTURE_PEAK) -> pd.Series:
+    """SPRING's structure-only heap peak over distdgl_metis's `peak`, per graph."""
+    frame = one_meter_peaks(frame)
+    ours = _means(frame, ["dataset.name"], "partitioner.name", STRUCTURE_PEAK)
+    theirs = _means(frame, ["dataset.name"], "partitioner.name", peak)
+    if "spring" not in ours or "distdgl_metis" not in theirs:
         return pd.Series(dtype=float)
-    return (wide["spring"] / wide["distdgl_metis"]).dropna()
+    return (ours["spring"] / theirs["distdgl_metis"]).dropna()
 
 
 def judge_memory(frame: pd.DataFrame) -> Verdict | None:
-    """Holds if SPRING saves >= 97% on some graph; partly if it always saves something."""
-    if not _has(frame, "partitioner.name", "partition_peak_mb"):
+    """On the structure-only peaks (the work both do): holds if SPRING saves >= 97% on some
+    graph, partly if it always saves something. The saving against DistDGL with node features
+    (what its users pay) is shown beside it, not judged."""
+    if not _has(frame, "partitioner.name", STRUCTURE_PEAK):
         return None
     ratio = memory_ratios(frame)
     if ratio.empty:
         return None
     saving = 1 - ratio
     ours = f"{_span(saving, '.1%')} less heap than distdgl_metis on {saving.size} graphs"
+    with_features = 1 - memory_ratios(frame, FEATURES_PEAK)
+    if not with_features.empty:
+        ours += f" (structure only; {_span(with_features, '.1%')} less than with node features)"
     if saving.max() >= 0.97:
         return Verdict(ours, "holds", "97% or more saved on at least one graph")
     if (saving > 0).all():
@@ -478,9 +494,15 @@ def judge_memory(frame: pd.DataFrame) -> Verdict | None:
 
 
 def detail_memory(frame: pd.DataFrame) -> list[str]:
-    """Heap peak per partitioner and graph, and the ratio."""
-    wide = _means(frame, ["dataset.name"], "partitioner.name", "partition_peak_mb")
+    """Structure-only heap peak per partitioner and graph, DistDGL's with node features, and
+    SPRING's ratio to both."""
+    frame = one_meter_peaks(frame)
+    wide = _means(frame, ["dataset.name"], "partitioner.name", STRUCTURE_PEAK)
+    features = _means(frame, ["dataset.name"], "partitioner.name", FEATURES_PEAK)
+    if "distdgl_metis" in features:
+        wide["distdgl_metis with features"] = features["distdgl_metis"]
     wide["spring / distdgl_metis"] = memory_ratios(frame)
+    wide["spring / distdgl_metis with features"] = memory_ratios(frame, FEATURES_PEAK)
     return _frame_markdown(wide, ".4g")
 
 
@@ -783,7 +805,9 @@ def detail_hops(frame: pd.DataFrame) -> list[str]:
 
 
 def judge_sync_speed(frame: pd.DataFrame) -> Verdict | None:
-    """Holds if model_avg's epochs are within 10% of grad_avg's with fewer all-reduces per epoch."""
+    """Two halves per graph: model_avg's epochs within 10% of grad_avg's (time), and fewer
+    all-reduces per epoch (syncs). Holds when both hold on every graph; refuted when either fails
+    on every graph ("as fast" is the claim, not only the fewer syncs); partly otherwise."""
     if not _has(frame, "train.mode", "epoch_time_s", "sync_count"):
         return None
     time = _means(frame, ["dataset.name"], "train.mode", "epoch_time_s")
@@ -792,15 +816,20 @@ def judge_sync_speed(frame: pd.DataFrame) -> Verdict | None:
         return None
     speed = (time["model_avg"] / time["grad_avg"]).dropna()
     fewer = (syncs["grad_avg"] / syncs["model_avg"]).dropna()
-    ours = (
-        f"model_avg epoch time {_span(speed, '.2f')}x grad_avg's; "
-        f"{_span(fewer, '.1f')}x fewer all-reduces per epoch ({speed.size} graphs)"
-    )
-    if not (fewer > 1).all():
-        return Verdict(ours, "refuted", "not fewer synchronisations")
-    if (speed <= TIME_TOLERANCE).all():
-        return Verdict(ours, "holds", f"epochs within {TIME_TOLERANCE - 1:.0%} and fewer syncs")
-    return Verdict(ours, "holds partly", "fewer syncs, but slower epochs on some graphs")
+    within = speed <= TIME_TOLERANCE
+    halves = {
+        "time": Half(f"model_avg epoch time {_span(speed, '.2f')}x grad_avg's", within.mean(),
+                     f"epochs more than {TIME_TOLERANCE - 1:.0%} slower on "
+                     f"{int((~within).sum())}/{within.size} graphs"),
+        "syncs": Half(f"{_span(fewer, '.1f')}x fewer all-reduces per epoch ({speed.size} graphs)",
+                      (fewer > 1).mean(), "not fewer synchronisations on "
+                      f"{int((fewer <= 1).sum())}/{fewer.size} graphs"),
+    }  # fmt: skip
+    failed = [half.why_not for half in halves.values() if half.share == 0]
+    if failed:
+        ours = "; ".join(half.ours for half in halves.values())
+        return Verdict(ours, "refuted", "; ".join(failed))
+    return two_halves(halves)
 
 
 def detail_sync_speed(frame: pd.DataFrame) -> list[str]:
@@ -1186,8 +1215,9 @@ CLAIMS = (
     Claim(
         3, "SDT-GNN", "SPRING needs less memory than DistDGL's METIS partitioning",
         "up to 97% less", ("claim_3_distdgl_memory",),
-        SMALL + "; distdgl_metis's peak holds its DGLGraph with node features, SPRING's the "
-        "structure only", judge_memory, detail_memory,
+        SMALL + "; judged on both peaks of the structure only (docs/design.md, Metrics); "
+        "distdgl_metis's peak with node features, what its users pay, shown beside",
+        judge_memory, detail_memory,
     ),
     Claim(
         4, "CATGNN", "Model averaging reaches centralized accuracy, and averaging only every "

@@ -171,7 +171,7 @@ def test_an_allocation_over_the_cap_is_out_of_memory(tmp_path):
         import numpy as np
         from pathlib import Path
         from gnnbench.partition.memory_limit import apply_memory_limit
-        from gnnbench.partition.stage import _tracked
+        from gnnbench.partition.stage import tracked
         from gnnbench.errors import OutOfMemory
 
         def work():
@@ -180,7 +180,7 @@ def test_an_allocation_over_the_cap_is_out_of_memory(tmp_path):
 
         apply_memory_limit(16 * 2**30)
         try:
-            _tracked(Path({str(tmp_path)!r}) / "t.memray", work, "planted", 16 * 2**30)
+            tracked(Path({str(tmp_path)!r}) / "t.memray", work, "planted", 16 * 2**30)
         except OutOfMemory as exc:
             print(exc)
             print(exc.metrics["partition_peak_mb"])

@@ -52,10 +52,7 @@ def test_restream_deterministic_per_seed(name, tmp_path):
     b = STREAMERS[name](store, 4, 11, **params)
     c = STREAMERS[name](store, 4, 12, **params)
     assert np.array_equal(a.owner, b.owner)
-    built_once = ("passes", "adjacency_build_passes", "adjacency_windows")  # the first call builds
-    assert {k: v for k, v in a.stats.items() if k not in built_once} == {
-        k: v for k, v in b.stats.items() if k not in built_once
-    }
+    assert a.stats == b.stats  # each call builds its own CSR: the same passes and windows
     assert not np.array_equal(a.owner, c.owner)  # the seed drives the stream order
     capacity = a.stats["capacity"]
     assert np.bincount(a.owner, minlength=4).max() < capacity + 1

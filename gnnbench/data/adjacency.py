@@ -1,22 +1,26 @@
 """On-disk symmetric CSR of a GraphStore, and the node stream that node-order partitioners read.
 
-Node-stream partitioners (LDG, Fennel) need each node's full neighbour list when the node arrives.
-`ensure_adjacency(store)` gives them that as two files inside the store directory:
+Node-stream partitioners (LDG, Fennel, HeiStream, quotient) and the refinement post-pass need each
+node's full neighbour list when the node arrives. `ensure_adjacency(store)` builds it as two files:
 
     adj_indptr.npy    int64 (N + 1,): row offsets, from degree.npy by a prefix sum
     adj_indices.npy   the store's id dtype (2E,): neighbours of every node, each row in edge
                       stream order (an undirected edge appears in both endpoints' rows)
 
-What it costs. The files are built once per store and reused by every later run (the store is
-immutable; its fingerprint ignores these derived files). Building reads the edge stream once per
-*bucket*: nodes are cut into id ranges whose rows hold at most `max_entries` adjacency entries
-together (16 Mi entries by default, never less than the largest degree), one pass over the edge
-stream fills one bucket's rows in memory, and the bucket is appended to the file. Peak memory is
-O(|V|) for indptr plus one bucket and one edge chunk, never O(|E|), so a build that happens inside
-a measured partition step (the first run on a store) is still honest to the memory budget; its
-time and edge passes are reported by the partitioners (`adjacency_build_passes`). Both files are
-written under temporary names and renamed into place (indices first, indptr last, so a present
-indptr means a complete pair).
+Where, and for how long. The one meter (docs/design.md, "Metrics") counts everything an algorithm
+reads beyond the GraphStore inside its measured step, so the CSR is never cached in the store: it
+is written to a scratch directory beside the store (`.<store>.adjacency-<n>.tmp-<host>-<pid>`,
+swept by `remove_stale_temporaries` after a crash) and deleted when it is no longer used. Inside
+an `adjacency_scope()` (what `PartitionSpec.run_refined` opens: the partitioner and its
+refinement) the first call builds it and later calls reuse it until the scope ends; outside a
+scope each call builds its own, deleted with the returned stream.
+
+What it costs. Building reads the edge stream once per *bucket*: nodes are cut into id ranges
+whose rows hold at most `max_entries` adjacency entries together (16 Mi entries by default, never
+less than the largest degree), one pass over the edge stream fills one bucket's rows in memory,
+and the bucket is appended to the file. Peak memory is O(|V|) for indptr plus one bucket and one
+edge chunk, never O(|E|); its edge passes are reported by the partitioners
+(`adjacency_build_passes`). Disk: 8 (N + 1) + 2E x the id width bytes while it lives.
 
 Reading. `AdjacencyStream.blocks()` yields nodes in stream order with their rows, reading one
 bounded window of adj_indices.npy at a time (indptr, O(|V|), is held in memory). Stream order is
@@ -26,8 +30,12 @@ over the file in offset order, so it still holds one bounded window at a time.
 
 from __future__ import annotations
 
-import os
+import itertools
+import shutil
+import weakref
 from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -59,13 +67,13 @@ class NodeBlock:
 
 
 class AdjacencyStream:
-    """Windowed reader of a store's on-disk CSR; `build_passes` is 0 when the files were reused."""
+    """Windowed reader of a CSR in `directory`; `build_passes` is 0 when the scope reused it."""
 
-    def __init__(self, store: GraphStore, build_passes: int = 0):
-        self.store = store
+    def __init__(self, directory: Path, build_passes: int = 0):
+        self.directory = directory
         self.build_passes = build_passes
-        self.indices_layout = NpyLayout.read(store.path / INDICES_FILE)
-        self.indptr = np.load(store.path / INDPTR_FILE)
+        self.indices_layout = NpyLayout.read(directory / INDICES_FILE)
+        self.indptr = np.load(directory / INDPTR_FILE)
         self.passes = 0  # node-stream passes handed out (each edge read twice per pass)
         self.windows = 0  # windows of adj_indices.npy mapped so far
 
@@ -180,16 +188,14 @@ def _fill_range(edges, lo, hi, cursor, buffer):
             cursor[v - lo] += 1
 
 
-def _tmp_name(path: Path) -> Path:
-    return temporary_name(path)
-
-
 def build_adjacency(
     store: GraphStore,
+    directory: Path,
     max_entries: int = DEFAULT_MAX_ENTRIES,
     chunk_edges: int = DEFAULT_CHUNK_EDGES,
 ) -> int:
-    """Write adj_indptr.npy / adj_indices.npy with bounded memory; return the edge passes used."""
+    """Write adj_indptr.npy / adj_indices.npy into `directory` with bounded memory; return the
+    edge passes used."""
     n = store.num_nodes
     indptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(store.degree(), out=indptr[1:])
@@ -201,64 +207,78 @@ def build_adjacency(
     dtype = store.id_dtype
     budget = max(int(max_entries), int(np.diff(indptr).max()) if n else 0, 1)
     stream = store.edge_stream(chunk_edges)
-    indices_path = store.path / INDICES_FILE
-    indptr_path = store.path / INDPTR_FILE
-    tmp_indices, tmp_indptr = _tmp_name(indices_path), _tmp_name(indptr_path)
-    try:
-        with open(tmp_indices, "wb") as handle:
-            header = {
-                "descr": np.lib.format.dtype_to_descr(dtype),
-                "fortran_order": False,
-                "shape": (int(indptr[-1]),),
-            }
-            np.lib.format.write_array_header_1_0(handle, header)
-            lo = 0
-            while lo < n and indptr[-1] > 0:
-                hi = _range_end(indptr, lo, budget)
-                base = indptr[lo]
-                buffer = np.empty(int(indptr[hi] - base), dtype=dtype)
-                cursor = indptr[lo:hi] - base
-                if len(buffer):
-                    for chunk in stream:
-                        _fill_range(chunk, lo, hi, cursor, buffer)
-                    if not np.array_equal(cursor, indptr[lo + 1 : hi + 1] - base):
-                        raise DataError(
-                            f"{store.path / 'edges.bin'}: edges disagree with degree.npy"
-                        )
-                    buffer.tofile(handle)
-                del buffer, cursor
-                lo = hi
-        with open(tmp_indptr, "wb") as handle:
-            np.save(handle, indptr)
-        os.replace(tmp_indices, indices_path)
-        os.replace(tmp_indptr, indptr_path)
-    except BaseException:
-        for path in (tmp_indices, tmp_indptr):
-            path.unlink(missing_ok=True)
-        raise
+    with open(directory / INDICES_FILE, "wb") as handle:
+        header = {
+            "descr": np.lib.format.dtype_to_descr(dtype),
+            "fortran_order": False,
+            "shape": (int(indptr[-1]),),
+        }
+        np.lib.format.write_array_header_1_0(handle, header)
+        lo = 0
+        while lo < n and indptr[-1] > 0:
+            hi = _range_end(indptr, lo, budget)
+            base = indptr[lo]
+            buffer = np.empty(int(indptr[hi] - base), dtype=dtype)
+            cursor = indptr[lo:hi] - base
+            if len(buffer):
+                for chunk in stream:
+                    _fill_range(chunk, lo, hi, cursor, buffer)
+                if not np.array_equal(cursor, indptr[lo + 1 : hi + 1] - base):
+                    raise DataError(f"{store.path / 'edges.bin'}: edges disagree with degree.npy")
+                buffer.tofile(handle)
+            del buffer, cursor
+            lo = hi
+    np.save(directory / INDPTR_FILE, indptr)
     return stream.passes
 
 
-def _is_complete(store: GraphStore) -> bool:
+# The CSRs built in the current adjacency_scope, by store directory (None: no scope is open).
+_SCOPE: ContextVar[dict[Path, Path] | None] = ContextVar("adjacency_scope", default=None)
+_SERIAL = itertools.count()  # two scratch directories of one process never share a name
+
+
+@contextmanager
+def adjacency_scope() -> Iterator[None]:
+    """Within the block, a store's CSR is built by the first `ensure_adjacency` and reused by the
+    later ones; when the block ends it is deleted (never cached across measured steps). A scope
+    opened inside another is the outer one."""
+    if _SCOPE.get() is not None:
+        yield
+        return
+    built: dict[Path, Path] = {}
+    token = _SCOPE.set(built)
     try:
-        indptr = NpyLayout.read(store.path / INDPTR_FILE)
-        indices = NpyLayout.read(store.path / INDICES_FILE)
-    except DataError:
-        return False
-    return (
-        indptr.shape == (store.num_nodes + 1,)
-        and indptr.dtype == np.int64
-        and indices.shape == (2 * store.num_edges,)
-        and indices.dtype == store.id_dtype
-    )
+        yield
+    finally:
+        _SCOPE.reset(token)
+        for directory in built.values():
+            shutil.rmtree(directory, ignore_errors=True)
+
+
+def _scratch_directory(store: GraphStore) -> Path:
+    directory = temporary_name(store.path.parent / f"{store.path.name}.adjacency-{next(_SERIAL)}")
+    try:
+        directory.mkdir()
+    except OSError as exc:
+        raise DataError(f"{directory}: cannot write the adjacency files ({exc})") from None
+    return directory
 
 
 def ensure_adjacency(store: GraphStore, max_entries: int = DEFAULT_MAX_ENTRIES) -> AdjacencyStream:
-    """The store's on-disk CSR, built first (bounded memory, atomically) if it is missing."""
-    passes = 0
-    if not _is_complete(store):
-        try:
-            passes = build_adjacency(store, max_entries)
-        except PermissionError as exc:
-            raise DataError(f"{store.path}: cannot write the adjacency files ({exc})") from None
-    return AdjacencyStream(store, passes)
+    """The store's CSR as a node stream: the open scope's if it built one, else built now (bounded
+    memory) into a scratch directory that lives as long as the scope, or as the returned stream."""
+    built = _SCOPE.get()
+    if built is not None and store.path in built:
+        return AdjacencyStream(built[store.path])
+    directory = _scratch_directory(store)
+    try:
+        passes = build_adjacency(store, directory, max_entries)
+    except BaseException:
+        shutil.rmtree(directory, ignore_errors=True)
+        raise
+    stream = AdjacencyStream(directory, passes)
+    if built is not None:
+        built[store.path] = directory
+    else:
+        weakref.finalize(stream, shutil.rmtree, directory, True)
+    return stream

@@ -1,4 +1,5 @@
-"""The import's own cost, measured like the partition stage: seconds, memray heap peak, max RSS.
+"""The import's own cost, measured like the partition stage: seconds, memray heap peak, and the
+resident peak since the import started (gnnbench.peak_rss: never a launcher's carried-over size).
 
 The figures go into the store's meta.json (import_time_s, import_peak_mb, import_rss_mb), so the
 track stage logs them with every run that uses the store.
@@ -6,13 +7,14 @@ track stage logs them with every run that uses the store.
 
 from __future__ import annotations
 
-import resource
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import memray
+
+from gnnbench.peak_rss import PeakRss
 
 
 @contextmanager
@@ -24,21 +26,23 @@ def measured_import(capture: Path) -> Iterator[dict[str, float]]:
     figures: dict[str, float] = {}
     capture = Path(capture)
     started = time.perf_counter()
+    rss = PeakRss()
     # aggregated: only the high-water mark is read back, and the capture stays small and fast
     tracker = memray.Tracker(capture, file_format=memray.FileFormat.AGGREGATED_ALLOCATIONS)
-    try:
-        tracker.__enter__()
-    except RuntimeError:  # another tracker is active in this process
-        tracker = None
-    try:
-        yield figures
-    finally:
-        if tracker is not None:
-            tracker.__exit__(None, None, None)
+    with rss:
+        try:
+            tracker.__enter__()
+        except RuntimeError:  # another tracker is active in this process
+            tracker = None
+        try:
+            yield figures
+        finally:
+            if tracker is not None:
+                tracker.__exit__(None, None, None)
     figures["import_time_s"] = round(time.perf_counter() - started, 3)
     if tracker is not None:
         figures["import_peak_mb"] = round(
             memray.FileReader(capture).metadata.peak_memory / 2**20, 1
         )
         capture.unlink()
-    figures["import_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    figures["import_rss_mb"] = round(rss.peak_mb, 1)

@@ -35,10 +35,11 @@ class PartitionResult:
     measured: dict[str, float] = field(default_factory=dict)
 
 
-# A partitioner may carry a `prepare_store(store)` attribute: a cached, one-time view of the store
-# it streams (like degree.npy), which the stage builds before the measurement starts; and
+# A partitioner builds everything it reads beyond the GraphStore inside its own call (the one
+# meter, docs/design.md "Metrics"). It may carry
 # `warm_up = False` when it has no JIT to compile before measuring (out-of-process baselines); and
 # `in_memory_baseline = True` for the METIS baselines, which the streaming gates in bench/ skip;
+# `with_features_figures = True` for a baseline that also logs partition_with_features_*;
 # and `vertex_balance_bound(p, num_nodes, **keywords)`, the bound the algorithm guarantees;
 # and `nested_identity(**keywords)`, for a partitioner that runs another (quotient): what of that
 # other one (its full config, its code version) must enter the book's cache key.

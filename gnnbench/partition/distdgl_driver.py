@@ -1,14 +1,17 @@
 """DistDGL's METIS partitioning of a GraphStore; runs inside the DistDGL environment, not gnnbench's.
 
-    <envs/distdgl>/bin/python distdgl_driver.py --store DIR --parts P --seed S --out DIR
+    <envs/distdgl>/bin/python distdgl_driver.py --store DIR --parts P --seed S --out DIR [--features]
 
 DGL 2.1.0 needs torch <= 2.2.1, so this script imports only the standard library, numpy, torch,
-dgl and memray, and reads the GraphStore files directly. It builds a `DGLGraph` carrying features,
-labels and split masks, as DGL's distributed examples do, and calls
+dgl and memray, and reads the GraphStore files directly. It builds a `DGLGraph` of the structure
+and the training mask the partition balances, with `--features` also the features, labels and
+validation and test masks, as DGL's distributed examples do (docs/design.md, "Metrics": the
+structure-only figure is the one every partitioner reports), and calls
 `dgl.distributed.partition_graph(..., part_method="metis", num_hops=1, balance_edges=True,
 return_mapping=True)`. Loading and partitioning run under one memray tracker (imports do not, as
 in gnnbench's own stage). It writes `result.json` (peak_mb, rss_mb, seconds, or error) and
-`owner.npy` (DGL's partition of every original node id) to --out.
+`owner.npy` (DGL's partition of every original node id) to --out. rss_mb follows
+gnnbench/peak_rss.py (not importable here): the resident peak since a reset when the step starts.
 """
 
 from __future__ import annotations
@@ -23,8 +26,9 @@ from pathlib import Path
 import numpy as np
 
 
-def load_graph(store: Path):
-    """The GraphStore as a DGLGraph with both edge directions, node data and split masks."""
+def load_graph(store: Path, features: bool):
+    """The GraphStore as a DGLGraph with both edge directions and the training mask; with
+    `features` also node features, labels and the validation and test masks."""
     import dgl
     import torch
 
@@ -37,18 +41,18 @@ def load_graph(store: Path):
     del edges
     graph = dgl.graph((src, dst), num_nodes=num_nodes)
     del src, dst
-    for name, key in (("feat.npy", "feat"), ("label.npy", "label")):
+    for name, key in (("feat.npy", "feat"), ("label.npy", "label")) if features else ():
         if (store / name).is_file():
             graph.ndata[key] = torch.from_numpy(np.load(store / name))
     with np.load(store / "split.npz") as split:
-        for name in ("train", "val", "test"):
+        for name in ("train", "val", "test") if features else ("train",):
             mask = torch.zeros(num_nodes, dtype=torch.bool)
             mask[torch.from_numpy(split[name].astype(np.int64))] = True
             graph.ndata[f"{name}_mask"] = mask
     return graph
 
 
-def partition(store: Path, parts: int, seed: int, out: Path) -> np.ndarray:
+def partition(store: Path, parts: int, seed: int, out: Path, features: bool) -> np.ndarray:
     """Run partition_graph; return the owner partition of every original node id."""
     import dgl
     import torch
@@ -56,7 +60,7 @@ def partition(store: Path, parts: int, seed: int, out: Path) -> np.ndarray:
     dgl.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
-    graph = load_graph(store)
+    graph = load_graph(store, features)
     orig_nids, _ = dgl.distributed.partition_graph(
         graph,
         "graph",
@@ -77,12 +81,33 @@ def partition(store: Path, parts: int, seed: int, out: Path) -> np.ndarray:
     return owner
 
 
+def reset_peak_rss() -> None:
+    """Start the resident high-water mark at the current size (Linux >= 4.0), as
+    gnnbench/peak_rss.py does: ru_maxrss would carry the launcher's size across fork and exec."""
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        pass  # VmHWM stays the peak since exec, imports included: an upper bound
+
+
+def peak_rss_mb() -> float:
+    """VmHWM (MB): the resident peak since reset_peak_rss (the lifetime peak without /proc)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return float(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--store", type=Path, required=True)
     parser.add_argument("--parts", type=int, required=True)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--features", action="store_true", help="load node data as DGL users do")
     args = parser.parse_args()
     result: dict = {"peak_mb": None}
     try:
@@ -92,9 +117,10 @@ def main() -> int:
 
         tracker = args.out / "partition.memray"
         started = time.perf_counter()
+        reset_peak_rss()
         try:
             with memray.Tracker(tracker):
-                owner = partition(args.store, args.parts, args.seed, args.out)
+                owner = partition(args.store, args.parts, args.seed, args.out, args.features)
             result["seconds"] = time.perf_counter() - started
             np.save(args.out / "owner.npy", owner)
         finally:
@@ -102,7 +128,7 @@ def main() -> int:
                 result["peak_mb"] = memray.FileReader(tracker).metadata.peak_memory / 2**20
     except Exception as exc:  # reported to gnnbench, which tells out-of-memory from other failures
         result["error"] = f"{type(exc).__name__}: {exc}"
-    result["rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    result["rss_mb"] = peak_rss_mb()
     (args.out / "result.json").write_text(json.dumps(result))
     return 1 if "error" in result else 0
 

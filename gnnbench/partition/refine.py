@@ -1,8 +1,9 @@
 """Refinement post-pass for any vertex partition: size-constrained label propagation, streamed.
 
 `partitioner.refine_passes: r` (shared by every partitioner, default 0) runs r passes over the
-store's on-disk CSR (gnnbench.data.adjacency, the file LDG and Fennel stream) after the
-partitioner returns, inside the measured step. Each pass visits the nodes in id order; node v in
+store's on-disk CSR (gnnbench.data.adjacency, what LDG and Fennel stream; shared with them inside
+`PartitionSpec.run_refined`, built here otherwise) after the partitioner returns, inside the
+measured step. Each pass visits the nodes in id order; node v in
 block o counts its neighbours per block at their current blocks and moves to the block t != o
 holding most of them (ties: the smaller block, then the lower index) when
 
@@ -304,13 +305,7 @@ def refine_result(
     return result
 
 
-def prepare_refine(store: GraphStore) -> None:
-    """Before measuring: the store's cached CSR (as LDG's prepare_store) and the compiled kernel."""
-    ensure_adjacency(store)
-    _warm_up()
-
-
-def _warm_up() -> None:
+def warm_up() -> None:
     """Compile the kernels for both id widths, read-only (mapped windows) or not, on a path."""
     for dtype, writeable in itertools.product((np.int32, np.int64), (True, False)):
         indices = np.array([1, 0, 2, 1], dtype=dtype)

@@ -123,11 +123,14 @@ class PartitionSpec:
         return {**identity, **own}
 
     def run_refined(self, store: GraphStore, p: int, seed: int) -> PartitionResult:
-        """`run`, then the refinement post-pass its shared keys ask for (what the stage runs)."""
+        """`run`, then the refinement post-pass its shared keys ask for (what the stage runs and
+        measures): both share one CSR of the store, built inside this call and deleted after it."""
+        from gnnbench.data.adjacency import adjacency_scope
         from gnnbench.partition.refine import refine_result  # refine imports this module
 
-        result = self.run(store, p, seed)
-        return refine_result(store, result, p, self.refine_passes, self.refine_objective)
+        with adjacency_scope():
+            result = self.run(store, p, seed)
+            return refine_result(store, result, p, self.refine_passes, self.refine_objective)
 
 
 def check_refine_objective(value: Any) -> str:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -42,8 +41,9 @@ from gnnbench.partition.memory_limit import (
     peak_of,
     uncapped,
 )
-from gnnbench.partition.refine import prepare_refine
+from gnnbench.partition.refine import warm_up as warm_up_refine
 from gnnbench.partition.spec import PartitionSpec
+from gnnbench.peak_rss import PeakRss
 
 
 def run_partition_stage(
@@ -137,29 +137,27 @@ def _warm_up(partitioner: PartitionSpec, p: int, seed: int) -> None:
         build_partitions(store, result.owner, tiny_p, out, partitioner.hops)
 
 
-def _tracked(tracker_file: Path, work, name: str = "", limit_bytes: int | None = None):
-    """Run `work()` under a memray tracker; return its result, heap peak (MB) and seconds.
+def tracked(tracker_file: Path, work, name: str = "", limit_bytes: int | None = None):
+    """Run `work()` under a memray tracker; return its result, heap peak (MB), resident peak
+    (MB, since the step's start: gnnbench.peak_rss, docs/design.md "Metrics") and seconds.
 
-    A failed allocation becomes `OutOfMemory` carrying the peak the work reached.
+    A failed allocation becomes `OutOfMemory` carrying the peaks the work reached.
     """
     import memray
 
     started = time.perf_counter()
+    rss = PeakRss()
     try:
-        with memray.Tracker(tracker_file):
+        with rss, memray.Tracker(tracker_file):
             result = work()
     except OutOfMemory:
         raise
     except BaseException as exc:
         if is_out_of_memory(exc, capped=limit_bytes is not None):
-            raise out_of_memory(name, limit_bytes, peak_of(tracker_file), _max_rss_mb()) from exc
+            raise out_of_memory(name, limit_bytes, peak_of(tracker_file), rss.peak_mb) from exc
         raise
     seconds = time.perf_counter() - started
-    return result, peak_of(tracker_file), seconds
-
-
-def _max_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return result, peak_of(tracker_file), rss.peak_mb, seconds
 
 
 def _flamegraph(tracker_file: Path, html: Path) -> None:
@@ -191,21 +189,20 @@ def partition_into(
     """The child's work: measured algorithm, measured GNN-ready step, atomic book."""
     name, hops = partitioner.name, partitioner.hops
     limit_bytes = memory_limit_bytes(partitioner.memory_limit_gb)
-    _prepare_unmeasured(store, partitioner, p, seed)
+    _compile_unmeasured(partitioner, p, seed)
     import memray  # noqa: F401  (the meter loads before the cap: a tiny cap must fail the partitioner, not the import)
 
     apply_memory_limit(limit_bytes)
     with atomic_directory(dest) as tmp:
-        result, peak_mb, seconds = _tracked(
+        result, peak_mb, rss_mb, seconds = tracked(
             tmp / "partition.memray",
             lambda: partitioner.run_refined(store, p, seed),
             name,
             limit_bytes,
         )
-        rss_mb = _max_rss_mb()
         owner = _check_owner(result.owner, store.num_nodes, p, name)
         np.save(tmp / "owner.npy", owner)
-        metrics, ready_peak_mb, ready_seconds = _tracked(
+        metrics, ready_peak_mb, ready_rss_mb, ready_seconds = tracked(
             tmp / "gnn_ready.memray",
             lambda: build_partitions(
                 store, owner, p, tmp, hops, partitioner.chunk_edges, node_data
@@ -219,6 +216,7 @@ def partition_into(
             partition_rss_mb=rss_mb,
             gnn_ready_time_s=ready_seconds,
             gnn_ready_peak_mb=ready_peak_mb,
+            gnn_ready_rss_mb=ready_rss_mb,
             passes=int(result.stats.pop("passes", 0)),
         )
         metrics.update(result.measured)  # a baseline measured in its own process reports its own
@@ -240,17 +238,13 @@ def partition_into(
         _seal(tmp, meta)
 
 
-def _prepare_unmeasured(store: GraphStore, partitioner: PartitionSpec, p: int, seed: int) -> None:
-    """What stays out of the measurement: JIT compilation on a tiny graph, and the cached
-    per-store views (node-stream adjacency) the partitioner or the refinement streams."""
-    partition_fn = PARTITIONERS.get(partitioner.name)
-    if getattr(partition_fn, "warm_up", True):  # out-of-process baselines have no JIT to warm
+def _compile_unmeasured(partitioner: PartitionSpec, p: int, seed: int) -> None:
+    """The only work outside the measurement: JIT compilation, on a tiny graph, never on the
+    store (docs/design.md, "Metrics"). Out-of-process baselines have no JIT to warm."""
+    if getattr(PARTITIONERS.get(partitioner.name), "warm_up", True):
         _warm_up(partitioner, p, seed)
-    prepare_store = getattr(partition_fn, "prepare_store", None)
-    if prepare_store is not None:
-        prepare_store(store)
     if partitioner.refine_passes:
-        prepare_refine(store)
+        warm_up_refine()
 
 
 def _seal(book_dir: Path, meta: dict) -> None:

@@ -31,8 +31,13 @@ PARTITION_METRICS = (
     "partition_time_s",
     "partition_peak_mb",
     "partition_rss_mb",
+    # the in-memory baselines again, loading node features as their users do (docs/design.md)
+    "partition_with_features_time_s",
+    "partition_with_features_peak_mb",
+    "partition_with_features_rss_mb",
     "gnn_ready_time_s",
     "gnn_ready_peak_mb",
+    "gnn_ready_rss_mb",
     "gnn_ready_route_s",
     "gnn_ready_structure_s",
     "gnn_ready_rows_s",

@@ -3,8 +3,11 @@
 DGL 2.1.0 cannot share gnnbench's torch, so `distdgl_driver.py` runs under the interpreter of
 `$GNNBENCH_HOME/envs/distdgl` (made by `python -m gnnbench setup distdgl_metis`) and measures
 itself with memray; its peak, RSS and time replace the stage's measurement of this idle caller.
-DGL's node assignment is read back into an owner per node, and from there the partition goes
-through the same GNN-ready step and metrics as every other partitioner.
+The driver runs twice (docs/design.md, "Metrics"): on the structure and the training mask DGL
+balances, the work every partitioner does (`partition_*`, and the owners), then with the node
+features, labels and masks a DistDGL user loads (`partition_with_features_*`). DGL's node
+assignment is read back into an owner per node, and from there the partition goes through the
+same GNN-ready step and metrics as every other partitioner.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from gnnbench.partition.memory_limit import (
 from gnnbench.setup.baseline_envs import distdgl_python
 
 # Bump when this module's output changes: part of every partition book's cache key.
-VERSION = "1"
+VERSION = "2"  # 2: structure-only partition_* and partition_with_features_* (one meter)
 
 NAME = "distdgl_metis"
 
@@ -61,11 +64,29 @@ def _result(
 
 @PARTITIONERS.register(NAME)
 def distdgl_metis(store: GraphStore, p: int, seed: int) -> PartitionResult:
-    """Owner per node from DistDGL's METIS partition_graph, measured in its own process."""
+    """Owner per node from DistDGL's METIS partition_graph on the structure, measured in its own
+    process, and the same with node features measured beside it."""
     python = distdgl_python()
+    result, owner = _drive(python, store, p, seed, features=False)
+    with_features, owner_with_features = _drive(python, store, p, seed, features=True)
+    measured = {
+        "partition_peak_mb": result["peak_mb"],
+        "partition_rss_mb": result["rss_mb"],
+        "partition_time_s": result["seconds"],
+        "partition_with_features_peak_mb": with_features["peak_mb"],
+        "partition_with_features_rss_mb": with_features["rss_mb"],
+        "partition_with_features_time_s": with_features["seconds"],
+    }
+    same = int(np.array_equal(owner, owner_with_features))  # node data should not move METIS
+    return PartitionResult(owner, {"passes": 1, "with_features_same_owner": same}, measured)
+
+
+def _drive(python: Path, store: GraphStore, p: int, seed: int, features: bool):
+    """One driver run: its result.json and the owners it wrote."""
     with tempfile.TemporaryDirectory(prefix="gnnbench-distdgl-") as scratch:
         command = [str(python), distdgl_driver.__file__, "--store", str(store.path),
-                   "--parts", str(p), "--seed", str(seed), "--out", scratch]  # fmt: skip
+                   "--parts", str(p), "--seed", str(seed), "--out", scratch,
+                   *(["--features"] if features else [])]  # fmt: skip
         env = dict(os.environ, DGLBACKEND="pytorch", PYTHONNOUSERSITE="1")
         env.pop("PYTHONPATH", None)  # gnnbench's environment must not leak into DGL's
         oom_kills = lifecycle.oom_kill_count()
@@ -74,14 +95,9 @@ def distdgl_metis(store: GraphStore, p: int, seed: int) -> PartitionResult:
             preexec_fn=lifecycle.tied_to_parent(),  # dies with the partition process
         )  # fmt: skip
         result = _result(completed, Path(scratch), oom_kills)
-        owner = np.load(Path(scratch) / "owner.npy")
-    measured = {
-        "partition_peak_mb": result["peak_mb"],
-        "partition_rss_mb": result["rss_mb"],
-        "partition_time_s": result["seconds"],
-    }
-    return PartitionResult(owner, {"passes": 1}, measured)
+        return result, np.load(Path(scratch) / "owner.npy")
 
 
 distdgl_metis.warm_up = False  # nothing to compile in this process; the driver imports DGL itself
 distdgl_metis.in_memory_baseline = True
+distdgl_metis.with_features_figures = True  # partition_with_features_*: docs/design.md

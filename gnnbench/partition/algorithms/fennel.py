@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import math
 
-from gnnbench.data.adjacency import ensure_adjacency
 from gnnbench.data.store import GraphStore
 from gnnbench.errors import ConfigError
 from gnnbench.partition.algorithms.ldg import SCORE_FENNEL, capacity_bound, node_stream_partition
@@ -60,7 +59,6 @@ def fennel(
     return result
 
 
-fennel.prepare_store = ensure_adjacency  # built before measurement, as for LDG
 fennel.vertex_balance_bound = lambda p, n, *, capacity_factor, **_: capacity_bound(
     capacity_factor, n, p
 )

@@ -221,6 +221,3 @@ def heistream(
         "max_partition_nodes": int(sizes.max()),
     }
     return PartitionResult(owner, stats)
-
-
-heistream.prepare_store = ensure_adjacency  # built before measurement, as for LDG

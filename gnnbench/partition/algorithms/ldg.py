@@ -17,9 +17,9 @@ and the sizes; `restream_moves_<t>` in the stats counts the nodes pass t moved.
 
 Stream order is node id order (`order: id`) or a permutation seeded by the run's seed
 (`order: random`). The neighbour lists come from the store's on-disk CSR
-(gnnbench.data.adjacency): built once per store with bounded memory by bucketed edge passes and
-reused afterwards; on a store's first node-stream run the build happens inside the measured step
-and its edge passes are added to `passes` (`adjacency_build_passes`). Reading the node stream maps
+(gnnbench.data.adjacency): built with bounded memory by bucketed edge passes inside every run (the
+one meter of docs/design.md: nothing the algorithm reads is prepared before its measurement), its
+edge passes added to `passes` (`adjacency_build_passes`). Reading the node stream maps
 one bounded window of adj_indices.npy at a time; the state is O(|V|): the owner array, indptr
 and the partition sizes.
 """
@@ -171,11 +171,6 @@ def ldg(
         store, p, seed, capacity_factor=capacity_factor, order=order, passes=passes,
         score_kind=SCORE_LDG,
     )  # fmt: skip
-
-
-# The on-disk adjacency is a one-time, cached view of the store (like degree.npy): the stage builds
-# it before the measurement starts, so the partitioner is measured streaming it, not building it.
-ldg.prepare_store = ensure_adjacency
 
 
 def capacity_bound(capacity_factor: float, num_nodes: int, p: int) -> float:

@@ -33,7 +33,7 @@ from typing import Any
 import numba
 import numpy as np
 
-from gnnbench.data.adjacency import ensure_adjacency
+from gnnbench.data.adjacency import adjacency_scope, ensure_adjacency
 from gnnbench.data.store import GraphStore
 from gnnbench.errors import ConfigError
 from gnnbench.partition.base import PARTITIONERS, PartitionResult
@@ -137,11 +137,14 @@ def quotient(
     if p == 1:
         return PartitionResult(np.zeros(store.num_nodes, dtype=np.int32), {"passes": 0})
     k = max(1, min(p * per_part, store.num_nodes, MAX_SUBPARTS))
-    sub_result = spec.run(store, k, seed)
-    sub = np.asarray(sub_result.owner, dtype=np.int64)
-    if sub.shape != (store.num_nodes,) or (len(sub) and (sub.min() < 0 or sub.max() >= k)):
-        raise ValueError(f"partitioner.base={base}: its owners are not one part in [0, {k}) a node")
-    weights = quotient_weights(store, sub, k)
+    with adjacency_scope():  # a node-stream base and the quotient stream share one CSR build
+        sub_result = spec.run(store, k, seed)
+        sub = np.asarray(sub_result.owner, dtype=np.int64)
+        if sub.shape != (store.num_nodes,) or (len(sub) and (sub.min() < 0 or sub.max() >= k)):
+            raise ValueError(
+                f"partitioner.base={base}: its owners are not one part in [0, {k}) a node"
+            )
+        weights = quotient_weights(store, sub, k)
     sizes = np.bincount(sub, minlength=k)
     part = metis_on_quotient(weights, sizes, p, seed)
     owner = part[sub].astype(np.int32)
@@ -166,10 +169,4 @@ def _nested_identity(*, base, base_keys, subparts_per_part, chunk_edges) -> dict
     return {"base": spec.book_identity(), "base_code_version": algorithm_version(base)}
 
 
-def _prepare_store(store: GraphStore) -> None:
-    """The CSR the quotient stream reads; the base's own view is built by its first run."""
-    ensure_adjacency(store)
-
-
-quotient.prepare_store = _prepare_store
 quotient.nested_identity = _nested_identity
