@@ -219,8 +219,8 @@ class EvaluationMixin:
     def _phase_summary(self) -> dict[str, float]:
         """The largest rank's training and evaluation peaks (samplers included), and the slowest
         rank's loading per epoch and time per evaluation."""
-        phases = self.phases
-        train_peak = max(phases.train_peak_mb, peak_rss_mb(), self.source.sampler_peak_mb)
+        phases = self.phases  # a run ends in an evaluation: training's peak was read before it
+        train_peak = max(phases.train_peak_mb, self.source.sampler_peak_mb)
         load_s = self.partitions.load_s - phases.eval_load_s  # training's loads
         figures = [
             train_peak,

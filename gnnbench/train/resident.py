@@ -13,12 +13,16 @@ import gc
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import torch
 
 from gnnbench.data.store import GraphStore
+from gnnbench.errors import OutOfMemory
 from gnnbench.partition.book import PartitionBook
+from gnnbench.partition.memory_limit import current_memory_limit, is_out_of_memory
+from gnnbench.peak_rss import current_rss_mb
 from gnnbench.train.batching import clusters
 from gnnbench.train.sampler import ALL_NEIGHBOURS, NeighbourSampler, batch_seed
 from gnnbench.train.spec import Job
@@ -75,9 +79,26 @@ class ResidentPartitions:
             return self._resident
         self.release()
         started = time.perf_counter()
-        self._resident = self._load(index)
+        try:
+            self._resident = self._load(index)
+        except BaseException as exc:
+            if is_out_of_memory(exc, capped=current_memory_limit() is not None):
+                raise self._out_of_memory(index) from exc
+            raise
         self.load_s += time.perf_counter() - started
         return self._resident
+
+    def _out_of_memory(self, index: int) -> OutOfMemory:
+        """One line: the partition that did not fit, its size on disk, what the rank held."""
+        where = self.job.store_path if self.book is None else self.book.path / f"part-{index}"
+        needed = sum(path.stat().st_size for path in Path(where).rglob("*") if path.is_file())
+        cap = current_memory_limit()
+        under = f" under a {cap / 2**20:.0f} MB cap" if cap is not None else ""
+        return OutOfMemory(
+            f"out of memory: loading partition {index} ({where}, {needed / 2**20:.0f} MB) on top "
+            f"of the {current_rss_mb():.0f} MB this worker holds{under} (a larger p makes "
+            "partitions smaller)"
+        )
 
     def release(self) -> None:
         """Drop the resident partition (its arrays go back to the allocator now, not later)."""
