@@ -122,7 +122,10 @@ RAW_FILES = {"cora": CORA, "amazon_cs": "npz/amazon_cs.npz"}
 def _case(key):
     dataset, mode, extra, workers = key
     name = f"{dataset}-{mode}-{workers}w" + "".join(f"-{k}={v}" for k, v in extra)
-    return pytest.param(key, id=name, marks=requires_dataset(RAW_FILES[dataset]))
+    marks = [requires_dataset(RAW_FILES[dataset])]
+    if dataset == "amazon_cs":  # 100-220 s each on the shared 2-core machine
+        marks.append(pytest.mark.slow)
+    return pytest.param(key, id=name, marks=marks)
 
 
 @pytest.mark.parametrize("key", [_case(key) for key in RECORDED])
