@@ -440,21 +440,21 @@ def test_auto_p_follows_sdt_gnn_rule():
         choose_num_parts(1, 1, 1.0, 1.0)
 
 
-@pytest.mark.parametrize("rows_per_chunk", [64, 1], ids=["one group", "a group per chunk"])
+@pytest.mark.parametrize("held_bytes", [512 << 20, 1], ids=["one group", "a group per chunk"])
 @pytest.mark.parametrize("model", ["sage", "gat", "mlp"])
 def test_layerwise_inference_is_the_model_on_full_neighbourhoods(
-    graph, model, rows_per_chunk, monkeypatch
+    graph, model, held_bytes, monkeypatch
 ):
     """Evaluation runs each layer once over the nodes the targets need from it, in chunks; for
     SAGE, GAT and the MLP that is the same function as the model on each target's full K-hop
     neighbourhood. (The block GCN normalises by degrees inside each block, so its outputs depend
     on the chunking.) Three layers: two inner layers read rows of a restricted output. With a
-    bound of one chunk's rows, every chunk of targets is a group of its own (bounded memory)."""
+    bound below one chunk's rows, every chunk of targets is a group of its own (bounded memory)."""
     from gnnbench.train import evaluation
     from gnnbench.train.spec import Job
     from gnnbench.train.worker import Worker
 
-    monkeypatch.setattr(evaluation, "EVAL_ROWS_PER_CHUNK", rows_per_chunk)
+    monkeypatch.setattr(evaluation, "EVAL_HELD_BYTES", held_bytes)
 
     store, _ = graph
     train = {"mode": "centralized", **FAST, "fanouts": [5, 5, 5], "eval_batch_size": 7}
@@ -464,7 +464,7 @@ def test_layerwise_inference_is_the_model_on_full_neighbourhoods(
     worker.model.eval()
     part = worker.partitions.get(0)
     targets = np.sort(np.random.default_rng(0).choice(store.num_nodes, 50, replace=False))
-    if rows_per_chunk == 1 and worker.model.uses_graph:
+    if held_bytes == 1 and worker.model.uses_graph:
         assert len(worker._target_groups(part, targets)) == -(-len(targets) // 7)
     with torch.no_grad():
         layerwise = worker.infer(part, targets)

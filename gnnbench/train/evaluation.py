@@ -6,9 +6,8 @@ and all-reduces the counts, so F1 is exact over the whole graph. An ogbn dataset
 computed from every rank's gathered rows. The summary reduces each rank's per-epoch record to the
 run's figures (the slowest rank's times, global losses, F1 at the best validation point).
 
-Evaluation is bounded in memory: the targets go in groups whose innermost layer needs at most
-EVAL_ROWS_PER_CHUNK x eval_batch_size rows (a single group on small graphs), each layer in chunks of
-eval_batch_size; rows are found by binary search in the group's sorted needed rows, never through a
+Evaluation is bounded in memory: the targets go in groups whose innermost layer's outputs fit
+EVAL_HELD_BYTES (a single group on small graphs), each layer in chunks of eval_batch_size; rows are found by binary search in the group's sorted needed rows, never through a
 dense array over the partition.
 
 The training process's resident peak is measured apart for training and evaluation (PhaseFigures):
@@ -31,9 +30,9 @@ from gnnbench.train.metrics import confusion_counts, f1_scores
 from gnnbench.train.sampler import with_neighbours
 
 EVAL_SPLITS = ("val", "test")
-# A group of evaluation targets holds at most this many eval_batch_size chunks of inner-layer rows
-# (2048 x 64 rows x 256 hidden x 4 bytes = 128 MB at the defaults).
-EVAL_ROWS_PER_CHUNK = 64
+# What a group of evaluation targets may hold of one inner layer's outputs (float32): 512 MB is
+# 524 k rows at 256 hidden, so small graphs are one group and a 100 M-node partition is many.
+EVAL_HELD_BYTES = 512 << 20
 
 
 @dataclass
@@ -149,22 +148,32 @@ class EvaluationMixin:
         return torch.cat(outputs)  # one row per target: as small as the logits
 
     def _target_groups(self, part, targets: np.ndarray) -> list[np.ndarray]:
-        """`targets` cut, in order, into runs of eval_batch_size chunks whose innermost layers
-        need at most EVAL_ROWS_PER_CHUNK x eval_batch_size rows in all (one chunk alone may need
-        more: then it is a group by itself)."""
+        """`targets` cut, in order, into runs of eval_batch_size chunks whose innermost layer
+        needs at most `_held_rows()` distinct rows in all (one chunk alone may need more: then it
+        is a group by itself). Counting distinct rows takes one flag per partition node."""
         size = self.spec.eval_batch_size
-        limit = EVAL_ROWS_PER_CHUNK * size
+        limit = self._held_rows()
+        listed = np.zeros(len(part.hop_sampler.indptr) - 1, dtype=np.bool_)
         groups: list[list[np.ndarray]] = [[]]
         held = 0
         for start in range(0, len(targets), size):
             chunk = targets[start : start + size]
-            needed = len(self._needed_rows(part, chunk)[0])
-            if groups[-1] and held + needed > limit:
+            rows = self._needed_rows(part, chunk)[0]
+            new = rows[~listed[rows]]
+            if groups[-1] and held + len(new) > limit:
                 groups.append([])
-                held = 0
+                listed[:] = False
+                held, new = 0, rows
+            listed[new] = True
+            held += len(new)
             groups[-1].append(chunk)
-            held += needed
         return [np.concatenate(group) for group in groups if group]
+
+    def _held_rows(self) -> int:
+        """Rows of inner-layer outputs (float32, hidden x heads wide) that fit EVAL_HELD_BYTES."""
+        model = self.spec.model
+        width = model.hidden * (model.heads or 1)
+        return max(self.spec.eval_batch_size, EVAL_HELD_BYTES // (4 * width))
 
     def _infer_group(self, part, targets: np.ndarray) -> torch.Tensor:
         """infer() over one group of targets: each layer's outputs for the rows it needs."""
