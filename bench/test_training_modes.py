@@ -109,7 +109,7 @@ def test_layerwise_inference_over_khop_batches(benchmark):
     job = Job(settings, store.path, None, store.feature_dim, store.num_classes, False, None)
     worker = Worker(job, 0, 1, torch.device("cpu"))
     worker.model.eval()
-    part = worker.parts[0]
+    part = worker.partitions.get(0)
     targets = np.unique(np.concatenate([part.split["val"], part.split["test"]]))
 
     def khop() -> torch.Tensor:

@@ -28,6 +28,7 @@ RESULT_KEYS = {
     "epoch_time_s", "sync_time_s", "val_f1_micro", "test_f1_micro", "test_f1_macro",
     "num_epochs", "num_workers", "world_size", "device", "history", "sync_count",
     "train_nodes_per_epoch", "computation_cost", "batch_wait_s", "gpu_peak_mb", "sync_wait_s",
+    "train_peak_rss_mb", "eval_peak_rss_mb", "load_time_s", "eval_time_s",
 }  # fmt: skip
 SAGE = {"name": "sage", "layers": 2, "hidden": 32, "dropout": 0.5}
 FAST = {"epochs": 3, "fanouts": [5, 5], "batch_size": 64, "timeout_s": 120}
@@ -269,22 +270,23 @@ def test_averaged_adam_moments_are_weighted_by_training_nodes():
     from gnnbench.train.modes.model_avg import ModelAverage
 
     model = torch.nn.Linear(3, 2)
-    parts = [
-        SimpleNamespace(num_train=n, optimizer=torch.optim.Adam(model.parameters()))
-        for n in (1, 3, 0)
-    ]
-    for scale, part in zip((1.0, -2.0), parts[:2], strict=False):  # the third never steps
-        part.optimizer.zero_grad()
+    optimizers = {index: torch.optim.Adam(model.parameters()) for index in range(3)}
+    for scale, index in zip((1.0, -2.0), (0, 1), strict=True):  # the third never steps
+        optimizers[index].zero_grad()
         (scale * model(torch.ones(4, 3)).sum()).backward()
-        part.optimizer.step()
+        optimizers[index].step()
     before = [
-        {key: part.optimizer.state[model.weight][key].clone() for key in ("exp_avg", "exp_avg_sq")}
-        for part in parts[:2]
+        {key: optimizers[i].state[model.weight][key].clone() for key in ("exp_avg", "exp_avg_sq")}
+        for i in (0, 1)
     ]
-    worker = SimpleNamespace(model=model, parts=parts, total_train=4.0, distributed=False)
+    partitions = SimpleNamespace(indices=[0, 1, 2], num_train={0: 1, 1: 3, 2: 0})
+    worker = SimpleNamespace(
+        model=model, partitions=partitions, optimizers=optimizers, total_train=4.0,
+        distributed=False,
+    )  # fmt: skip
     ModelAverage.average_optimizer_states(SimpleNamespace(worker=worker))
-    for part in parts:  # every partition, the one without training nodes too
-        state = part.optimizer.state[model.weight]
+    for optimizer in optimizers.values():  # every partition, the one without training nodes too
+        state = optimizer.state[model.weight]
         for key in ("exp_avg", "exp_avg_sq"):
             assert torch.allclose(state[key], (before[0][key] + 3 * before[1][key]) / 4)
         assert state["step"].device.type == "cpu" and float(state["step"]) == 1.0
@@ -438,14 +440,21 @@ def test_auto_p_follows_sdt_gnn_rule():
         choose_num_parts(1, 1, 1.0, 1.0)
 
 
+@pytest.mark.parametrize("held_bytes", [512 << 20, 1], ids=["one group", "a group per chunk"])
 @pytest.mark.parametrize("model", ["sage", "gat", "mlp"])
-def test_layerwise_inference_is_the_model_on_full_neighbourhoods(graph, model):
+def test_layerwise_inference_is_the_model_on_full_neighbourhoods(
+    graph, model, held_bytes, monkeypatch
+):
     """Evaluation runs each layer once over the nodes the targets need from it, in chunks; for
     SAGE, GAT and the MLP that is the same function as the model on each target's full K-hop
     neighbourhood. (The block GCN normalises by degrees inside each block, so its outputs depend
-    on the chunking.) Three layers: two inner layers read rows of a restricted output."""
+    on the chunking.) Three layers: two inner layers read rows of a restricted output. With a
+    bound below one chunk's rows, every chunk of targets is a group of its own (bounded memory)."""
+    from gnnbench.train import evaluation
     from gnnbench.train.spec import Job
     from gnnbench.train.worker import Worker
+
+    monkeypatch.setattr(evaluation, "EVAL_HELD_BYTES", held_bytes)
 
     store, _ = graph
     train = {"mode": "centralized", **FAST, "fanouts": [5, 5, 5], "eval_batch_size": 7}
@@ -453,8 +462,10 @@ def test_layerwise_inference_is_the_model_on_full_neighbourhoods(graph, model):
     job = Job(job_spec, store.path, None, store.feature_dim, store.num_classes, False, None)
     worker = Worker(job, 0, 1, torch.device("cpu"))
     worker.model.eval()
-    part = worker.parts[0]
+    part = worker.partitions.get(0)
     targets = np.sort(np.random.default_rng(0).choice(store.num_nodes, 50, replace=False))
+    if held_bytes == 1 and worker.model.uses_graph:
+        assert len(worker._target_groups(part, targets)) == -(-len(targets) // 7)
     with torch.no_grad():
         layerwise = worker.infer(part, targets)
         sampler = part.full_sampler if worker.model.uses_graph else part.sampler

@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import os
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +21,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset, Sampler
 
 from gnnbench import lifecycle
+from gnnbench.peak_rss import peak_rss_mb, reset_peak_rss
 from gnnbench.train.batching import BatchPlan, computation_cost, induced_batch
 from gnnbench.train.sampler import SampledBatch, batch_seed
 
@@ -36,42 +37,45 @@ class PreparedBatch:
     blocks: list
     target: torch.Tensor
     cost: int
+    producer_peak_mb: float  # resident peak of the process that prepared it, so far
 
 
 class BatchMaker(Dataset):
     """Prepares the batch a spec names; spec = (partition index, plan, epoch).
 
-    Holds only what sampling needs (samplers, features, labels of this trainer's partitions), so
-    the same object runs in the trainer or, inherited by fork, in a sampler process.
+    Holds only what sampling needs (samplers, features, labels of the trainer's resident
+    partition), so the same object runs in the trainer or, inherited by fork, in a sampler process.
     """
 
-    def __init__(self, parts: Sequence[Any], strategy: str, seed: int):
-        self.parts = {part.index: part for part in parts}
+    def __init__(self, part: Any, strategy: str, seed: int):
+        self.part = part
         self.strategy = strategy
         self.seed = seed
-        self._positions: dict[int, np.ndarray] = {}  # per partition, for cluster batches
+        self._position: np.ndarray | None = None  # for cluster batches
 
     def sample(self, part: Any, plan: BatchPlan, epoch: int) -> SampledBatch:
         if plan.region is not None:  # a cluster batch: every neighbour inside its region
             graph = (part.sampler.indptr, part.sampler.indices)
-            if part.index not in self._positions:
-                self._positions[part.index] = np.full(len(graph[0]) - 1, -1, dtype=np.int64)
-            position = self._positions[part.index]
-            return induced_batch(*graph, plan, len(part.sampler.fanouts), position)
+            if self._position is None:
+                self._position = np.full(len(graph[0]) - 1, -1, dtype=np.int64)
+            return induced_batch(*graph, plan, len(part.sampler.fanouts), self._position)
         if self.strategy == "full":  # global batch: every neighbour in the partition
             return part.full_sampler.sample(plan.seeds, 0)
         return part.sampler.sample(plan.seeds, batch_seed(self.seed, epoch, part.index, plan.key))
 
     def __getitem__(self, spec: tuple[int, BatchPlan, int]) -> PreparedBatch:
         index, plan, epoch = spec
-        part = self.parts[index]
+        part = self.part
+        if index != part.index:
+            raise ValueError(f"batch of partition {index} asked of partition {part.index}'s source")
         batch = self.sample(part, plan, epoch)
         return PreparedBatch(
             seeds=plan.seeds,
-            x=torch.from_numpy(np.asarray(part.features[batch.n_id])),
+            x=torch.from_numpy(feature_rows(part.features, batch.n_id)),
             blocks=batch.blocks,
             target=part.labels[torch.from_numpy(plan.seeds)],
             cost=computation_cost(batch),
+            producer_peak_mb=peak_rss_mb(),
         )
 
     def __len__(self) -> int:  # specs are not indices: the loader's sampler supplies them
@@ -91,40 +95,64 @@ class _Specs(Sampler):
         return len(self.specs)
 
 
-def _die_with_trainer(trainer_pid: int, _worker_id: int) -> None:
+def feature_rows(features: Any, ids: np.ndarray) -> np.ndarray:
+    """Rows `ids` of a partition's features (an array, a memory map, or any object answering
+    `features[ids]`) as float32, whatever the stored type: models compute in float32."""
+    return np.asarray(features[ids]).astype(np.float32, copy=False)
+
+
+def _start_sampler(trainer_pid: int, _worker_id: int) -> None:
     lifecycle.die_with_parent(trainer_pid)
+    reset_peak_rss()  # its own peak, not the trainer's it was forked from
 
 
 class BatchSource:
-    """Yields prepared batches for a list of specs, in order, timing the trainer's waits."""
+    """Yields prepared batches of the resident partition for a list of specs, in order, timing
+    the trainer's waits (`wait_s`) and keeping the sampler processes' largest resident peak
+    (`sampler_peak_mb`; 0 without them)."""
 
-    def __init__(self, maker: BatchMaker, sampler_workers: int, timeout_s: float, pin: bool):
-        self.maker = maker
+    def __init__(self, strategy: str, seed: int, sampler_workers: int, timeout_s: float, pin: bool):
+        self.strategy = strategy
+        self.seed = seed
+        self.sampler_workers = sampler_workers
+        self.timeout_s = timeout_s
         self.pin = pin
         self.wait_s = 0.0
+        self.sampler_peak_mb = 0.0
         self._specs = _Specs()
+        self._maker: BatchMaker | None = None
         self._loader = None
-        if sampler_workers > 0:
+
+    def _serve(self, part: Any) -> None:
+        """Prepare `part`'s batches from now on (its own sampler processes, if any)."""
+        if self._maker is not None and self._maker.part is part:
+            return
+        self.close()
+        self._maker = BatchMaker(part, self.strategy, self.seed)
+        if self.sampler_workers > 0:
             self._loader = DataLoader(
-                maker,
+                self._maker,
                 batch_size=None,  # specs come one batch each; no collation
                 sampler=self._specs,
-                num_workers=sampler_workers,
+                num_workers=self.sampler_workers,
                 prefetch_factor=BATCHES_IN_FLIGHT_PER_SAMPLER,
                 persistent_workers=True,
                 multiprocessing_context="fork",  # samplers share the trainer's mapped features
                 # a sampler dies with its trainer at once, even a SIGKILLed one
-                worker_init_fn=functools.partial(_die_with_trainer, os.getpid()),
-                timeout=timeout_s,
+                worker_init_fn=functools.partial(_start_sampler, os.getpid()),
+                timeout=self.timeout_s,
                 collate_fn=_keep,
                 # its own generator: the loader's base seed must not consume the trainer's
                 # global RNG, which drives dropout (k > 0 then trains exactly as k = 0)
                 generator=torch.Generator(),
             )
 
-    def batches(self, specs: list[tuple[int, BatchPlan, int]]) -> Iterator[PreparedBatch]:
+    def batches(
+        self, part: Any, specs: list[tuple[int, BatchPlan, int]]
+    ) -> Iterator[PreparedBatch]:
+        self._serve(part)
         if self._loader is None:
-            stream = (self.maker[spec] for spec in specs)
+            stream = (self._maker[spec] for spec in specs)
         else:
             self._specs.specs = specs
             stream = iter(self._loader) if specs else iter(())
@@ -134,14 +162,19 @@ class BatchSource:
             self.wait_s += time.perf_counter() - started
             if batch is None:
                 return
+            if self._loader is not None:
+                self.sampler_peak_mb = max(self.sampler_peak_mb, batch.producer_peak_mb)
             if self.pin:  # page-locked, so the copy to the GPU can overlap
                 batch.x = batch.x.pin_memory()
             yield batch
 
     def close(self) -> None:
+        """Stop the sampler processes and drop the partition (before the next one loads)."""
         iterator = getattr(self._loader, "_iterator", None)
         if iterator is not None:
             iterator._shutdown_workers()
+        self._loader = None
+        self._maker = None
 
 
 def _keep(batch: PreparedBatch) -> PreparedBatch:

@@ -5,35 +5,86 @@ the nodes the val and test targets need), counts confusion per class on the node
 and all-reduces the counts, so F1 is exact over the whole graph. An ogbn dataset's own metric is
 computed from every rank's gathered rows. The summary reduces each rank's per-epoch record to the
 run's figures (the slowest rank's times, global losses, F1 at the best validation point).
+
+Evaluation is bounded in memory: the targets go in groups whose innermost layer's outputs fit
+EVAL_HELD_BYTES (a single group on small graphs), each layer in chunks of eval_batch_size; rows are found by binary search in the group's sorted needed rows, never through a
+dense array over the partition.
+
+The training process's resident peak is measured apart for training and evaluation (PhaseFigures):
+the high-water mark is read before each evaluation and reset around it.
 """
 
 from __future__ import annotations
 
+import time
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
 import torch.distributed as dist
 
+from gnnbench.peak_rss import PeakRss, peak_rss_mb, reset_peak_rss
+from gnnbench.train.batch_source import feature_rows
 from gnnbench.train.metrics import confusion_counts, f1_scores
 from gnnbench.train.sampler import with_neighbours
 
 EVAL_SPLITS = ("val", "test")
+# What a group of evaluation targets may hold of one inner layer's outputs (float32): 512 MB is
+# 524 k rows at 256 hidden, so small graphs are one group and a 100 M-node partition is many.
+EVAL_HELD_BYTES = 512 << 20
 
 
-def _rows(table: np.ndarray | torch.Tensor, ids: np.ndarray) -> torch.Tensor:
-    """Rows `ids` of a feature array (memory-mapped or not) or of a layer's output tensor."""
+@dataclass
+class PhaseFigures:
+    """This rank's memory and time apart for training and evaluation."""
+
+    train_peak_mb: float = 0.0  # resident high-water mark while training (loads included)
+    eval_peak_mb: float = 0.0  # the same over the evaluations
+    eval_s: float = 0.0  # every evaluation, its loads included
+    evaluations: int = 0
+    eval_load_s: float = 0.0  # what evaluations spent loading partitions (out of load_time_s)
+
+
+def _rows(table: Any, ids: np.ndarray) -> torch.Tensor:
+    """Rows `ids` of a partition's features (float32) or of a layer's output tensor."""
     if isinstance(table, torch.Tensor):
         return table[torch.from_numpy(ids)]
-    return torch.from_numpy(np.asarray(table[ids]))
+    return torch.from_numpy(feature_rows(table, ids))
+
+
+class _RowLookup:
+    """Rows of given nodes in a layer's output held for `nodes` (any order), by binary search:
+    memory of the held rows' size, not of the partition's."""
+
+    def __init__(self, nodes: np.ndarray):
+        self.order = np.argsort(nodes, kind="stable")
+        self.sorted = nodes[self.order]
+
+    def rows(self, ids: np.ndarray) -> np.ndarray:
+        return self.order[np.searchsorted(self.sorted, ids)]
 
 
 class EvaluationMixin:
-    """Worker's evaluation and summary. Uses the worker's model, device, job, spec, parts,
-    ogb metric, total_train, world_size and distributed, and its _forward, _on_device, _predict
-    and all_reduce."""
+    """Worker's evaluation and summary. Uses the worker's model, device, job, spec, partitions,
+    phases, source, ogb metric, total_train, world_size and distributed, and its _forward,
+    _on_device, _predict and all_reduce."""
 
     # --- evaluation ----------------------------------------------------------------------------
+    def measured_evaluation(self) -> dict[str, Any]:
+        """`evaluate()` with its time, loads and resident peak kept apart from training's."""
+        phases = self.phases
+        phases.train_peak_mb = max(phases.train_peak_mb, peak_rss_mb())
+        loaded, started = self.partitions.load_s, time.perf_counter()
+        with PeakRss() as rss:
+            scores = self.evaluate()
+        phases.eval_s += time.perf_counter() - started
+        phases.evaluations += 1
+        phases.eval_load_s += self.partitions.load_s - loaded
+        phases.eval_peak_mb = max(phases.eval_peak_mb, rss.peak_mb)
+        reset_peak_rss()  # training's high-water mark starts again from here
+        return scores
+
     @torch.no_grad()
     def evaluate(self) -> dict[str, Any]:
         """Global (micro, macro) F1 of val and test over the nodes each rank owns, and OGB's own
@@ -41,7 +92,7 @@ class EvaluationMixin:
         self.model.eval()
         counts = torch.zeros((len(EVAL_SPLITS), 3, self.job.num_classes), dtype=torch.int64)
         ogb_rows: list[list[tuple[np.ndarray, np.ndarray]]] = [[] for _ in EVAL_SPLITS]
-        for part in self.parts:
+        for part in self.partitions.in_turn(resident_first=True):
             ids = np.concatenate([part.split[key] for key in EVAL_SPLITS])
             tags = np.repeat(
                 np.arange(len(EVAL_SPLITS)), [len(part.split[key]) for key in EVAL_SPLITS]
@@ -83,25 +134,60 @@ class EvaluationMixin:
         targets, each inner one over one hop more), in chunks of eval_batch_size, from the
         previous layer's outputs. Sampling each chunk's full K-hop neighbourhood instead
         recomputes the inner layers of nodes that many chunks share: on amazon_cs and
-        coauthor_cs nearly the whole graph, once per chunk.
+        coauthor_cs nearly the whole graph, once per chunk. On a large partition the targets go
+        in groups (`_target_groups`), so the inner layers' outputs held at once stay bounded.
         """
         if not self.model.uses_graph:
             return self._chunked(
                 targets, lambda chunk: self._forward(_rows(part.features, chunk), [])
             )
-        h, row_of = part.features, None  # row_of[node]: its row in h (None: h is by node id)
-        for layer, rows in enumerate(self._needed_rows(part, targets)):
+        groups = self._target_groups(part, targets)
+        if len(groups) == 1:
+            return self._infer_group(part, targets)
+        outputs = [self._infer_group(part, group) for group in groups]
+        return torch.cat(outputs)  # one row per target: as small as the logits
 
-            def one_hop(chunk: np.ndarray, h=h, row_of=row_of, layer=layer) -> torch.Tensor:
+    def _target_groups(self, part, targets: np.ndarray) -> list[np.ndarray]:
+        """`targets` cut, in order, into runs of eval_batch_size chunks whose innermost layer
+        needs at most `_held_rows()` distinct rows in all (one chunk alone may need more: then it
+        is a group by itself). Counting distinct rows takes one flag per partition node."""
+        size = self.spec.eval_batch_size
+        limit = self._held_rows()
+        listed = np.zeros(len(part.hop_sampler.indptr) - 1, dtype=np.bool_)
+        groups: list[list[np.ndarray]] = [[]]
+        held = 0
+        for start in range(0, len(targets), size):
+            chunk = targets[start : start + size]
+            rows = self._needed_rows(part, chunk)[0]
+            new = rows[~listed[rows]]
+            if groups[-1] and held + len(new) > limit:
+                groups.append([])
+                listed[:] = False
+                held, new = 0, rows
+            listed[new] = True
+            held += len(new)
+            groups[-1].append(chunk)
+        return [np.concatenate(group) for group in groups if group]
+
+    def _held_rows(self) -> int:
+        """Rows of inner-layer outputs (float32, hidden x heads wide) that fit EVAL_HELD_BYTES."""
+        model = self.spec.model
+        width = model.hidden * (model.heads or 1)
+        return max(self.spec.eval_batch_size, EVAL_HELD_BYTES // (4 * width))
+
+    def _infer_group(self, part, targets: np.ndarray) -> torch.Tensor:
+        """infer() over one group of targets: each layer's outputs for the rows it needs."""
+        h, held = part.features, None  # held: the node of each row of h (None: h is by node id)
+        for layer, rows in enumerate(self._needed_rows(part, targets)):
+            lookup = None if held is None else _RowLookup(held)
+
+            def one_hop(chunk: np.ndarray, h=h, lookup=lookup, layer=layer) -> torch.Tensor:
                 batch = part.hop_sampler.sample(chunk, 0)
-                ids = batch.n_id if row_of is None else row_of[batch.n_id]
+                ids = batch.n_id if lookup is None else lookup.rows(batch.n_id)
                 x = _rows(h, ids).to(self.device, non_blocking=True)
                 return self.model.layer(layer, x, self._on_device(batch.blocks[0]))
 
-            h = self._chunked(rows, one_hop)
-            if layer < self.model.num_layers - 1:
-                row_of = np.full(len(part.hop_sampler.indptr) - 1, -1, dtype=np.int64)
-                row_of[rows] = np.arange(len(rows))
+            h, held = self._chunked(rows, one_hop), rows
         return h
 
     def _needed_rows(self, part, targets: np.ndarray) -> list[np.ndarray]:
@@ -139,6 +225,22 @@ class EvaluationMixin:
         peak = torch.tensor([torch.cuda.max_memory_allocated(self.device) / 2**20])
         return float(self.all_reduce(peak, dist.ReduceOp.MAX)[0])
 
+    def _phase_summary(self) -> dict[str, float]:
+        """The largest rank's training and evaluation peaks (samplers included), and the slowest
+        rank's loading per epoch and time per evaluation."""
+        phases = self.phases  # a run ends in an evaluation: training's peak was read before it
+        train_peak = max(phases.train_peak_mb, self.source.sampler_peak_mb)
+        load_s = self.partitions.load_s - phases.eval_load_s  # training's loads
+        figures = [
+            train_peak,
+            phases.eval_peak_mb,
+            load_s / self.spec.epochs,
+            phases.eval_s / max(1, phases.evaluations),
+        ]
+        worst = self.all_reduce(torch.tensor(figures, dtype=torch.float64), dist.ReduceOp.MAX)
+        names = ("train_peak_rss_mb", "eval_peak_rss_mb", "load_time_s", "eval_time_s")
+        return {name: float(value) for name, value in zip(names, worst, strict=True)}
+
     def _summary(self, record: dict[str, np.ndarray], evaluations) -> dict:
         """Times of the slowest rank, global mean losses, test F1 at the first best val F1."""
         slowest = self.all_reduce(torch.from_numpy(record["compute"]), dist.ReduceOp.MAX).numpy()
@@ -149,6 +251,7 @@ class EvaluationMixin:
             torch.tensor([record["sync"].sum(), record["sync_wait"].sum()], dtype=torch.float64),
             dist.ReduceOp.MAX,
         )
+        memory = self._phase_summary()
         best_epoch = max(evaluations, key=lambda epoch: evaluations[epoch]["val"][0])
         best = evaluations[best_epoch]
         history = []
@@ -164,6 +267,7 @@ class EvaluationMixin:
             "computation_cost": float(cost.mean()),  # (node, layer) pairs per epoch, all ranks
             "batch_wait_s": float(waits.mean()),  # per epoch, the slowest-waiting rank's
             "gpu_peak_mb": self._gpu_peak_mb(),
+            **memory,
             "val_f1_micro": float(best["val"][0]),
             "test_f1_micro": float(best["test"][0]),
             "test_f1_macro": float(best["test"][1]),

@@ -24,6 +24,10 @@ class TrainResult:
     computation_cost: float  # (node, layer) pairs per epoch, all ranks
     batch_wait_s: float  # per epoch, the slowest-waiting rank's
     gpu_peak_mb: float | None  # None on the CPU
+    train_peak_rss_mb: float  # largest resident peak of a training rank or sampler process
+    eval_peak_rss_mb: float  # largest rank's resident peak while evaluating
+    load_time_s: float  # per epoch, the slowest rank's loading of partitions to train
+    eval_time_s: float  # per evaluation, the slowest rank's (its loads included)
     val_f1_micro: float
     test_f1_micro: float
     test_f1_macro: float

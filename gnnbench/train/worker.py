@@ -2,8 +2,9 @@
 training mode (gnnbench/train/modes: model_avg, grad_avg, centralized) trains and synchronises,
 each round followed by evaluation (gnnbench/train/evaluation.py).
 
-With a PartitionBook, rank r trains partitions r, r+W, r+2W, ... Without one (centralized mode)
-the single "partition" is the whole graph. A partition's halo nodes hold only their edges to owned
+With a PartitionBook, rank r trains partitions r, r+W, r+2W, ..., one resident at a time
+(gnnbench/train/resident.py). Without one (centralized mode) the single "partition" is the whole
+graph. A partition's halo nodes hold only their edges to owned
 nodes (CATGNN's 1-hop partitions), so its deeper neighbourhoods are truncated there.
 """
 
@@ -11,84 +12,25 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass
 
 import numpy as np
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
-from gnnbench.data.store import GraphStore
 from gnnbench.errors import DataError, NonFiniteLoss
-from gnnbench.partition.book import PartitionBook
+from gnnbench.peak_rss import reset_peak_rss
 from gnnbench.progress import progress
-from gnnbench.train.batch_source import BatchMaker, BatchSource, PreparedBatch
-from gnnbench.train.batching import BatchPlan, cluster_plans, clusters, minibatch_plans
-from gnnbench.train.evaluation import EvaluationMixin
+from gnnbench.train.batch_source import BatchSource, PreparedBatch
+from gnnbench.train.batching import BatchPlan, cluster_plans, minibatch_plans
+from gnnbench.train.evaluation import EvaluationMixin, PhaseFigures
 from gnnbench.train.models import build_model
 from gnnbench.train.modes import TRAINING_MODES
 from gnnbench.train.ogb_metric import OgbMetric
-from gnnbench.train.sampler import (
-    ALL_NEIGHBOURS,
-    Block,
-    NeighbourSampler,
-    batch_seed,
-)
+from gnnbench.train.resident import ResidentPartitions, TrainingPart
+from gnnbench.train.sampler import Block
 from gnnbench.train.spec import Job
 from gnnbench.train.sync import broadcast_state
-
-
-@dataclass
-class TrainingPart:
-    """One partition (or the whole graph) as this rank trains and evaluates on it."""
-
-    index: int
-    features: np.ndarray
-    labels: torch.Tensor
-    split: dict[str, np.ndarray]
-    sampler: NeighbourSampler  # train.fanouts
-    full_sampler: NeighbourSampler  # every neighbour, one hop per layer (strategy=full)
-    hop_sampler: NeighbourSampler  # every neighbour, one hop (layer-wise inference)
-    optimizer: torch.optim.Optimizer | None = None
-    clusters: list[np.ndarray] | None = None  # the cluster strategy's fixed clusters
-
-    @property
-    def num_train(self) -> int:
-        return len(self.split["train"])
-
-
-def _raw_parts(job: Job, rank: int, world_size: int) -> Iterator[tuple]:
-    """(index, indptr, indices, features, labels, split) of every partition this rank trains."""
-    if job.book_path is None:
-        store = GraphStore(job.store_path)
-        indptr, indices = store.csr()
-        yield 0, indptr, indices, store.features(), store.labels(), store.split()
-        return
-    book = PartitionBook(job.book_path)
-    for index in range(rank, book.p, world_size):
-        local = book.load(index)
-        yield index, local.indptr, local.indices, local.features, local.labels, local.split
-
-
-def load_parts(job: Job, rank: int, world_size: int, uses_graph: bool) -> list[TrainingPart]:
-    spec = job.spec
-    train_fanouts = list(spec.fanouts) if uses_graph else []
-    full_fanouts = [ALL_NEIGHBOURS] * len(train_fanouts)
-    parts = []
-    for index, indptr, indices, features, labels, split in _raw_parts(job, rank, world_size):
-        parts.append(
-            TrainingPart(
-                index=index,
-                features=features,
-                labels=torch.from_numpy(np.asarray(labels)),
-                split=split,
-                sampler=NeighbourSampler(indptr, indices, train_fanouts),
-                full_sampler=NeighbourSampler(indptr, indices, full_fanouts),
-                hop_sampler=NeighbourSampler(indptr, indices, [ALL_NEIGHBOURS]),
-            )
-        )
-    return parts
 
 
 def finite_loss(loss: torch.Tensor, epoch: int, where: int) -> float:
@@ -111,6 +53,8 @@ class Worker(EvaluationMixin):
         self.rank = rank
         self.world_size = world_size
         self.device = device
+        reset_peak_rss()  # train_peak_rss_mb: this process's own work from here
+        self.phases = PhaseFigures()
         # From world_size, not dist.is_initialized(): a torchrun sweep keeps its process group
         # between jobs, and a centralized job then runs on rank 0 alone.
         self.distributed = world_size > 1
@@ -119,28 +63,25 @@ class Worker(EvaluationMixin):
         self.model = build_model(job.num_features, job.num_classes, self.spec.model.as_config()).to(
             device
         )
-        self.parts = load_parts(job, rank, world_size, self.model.uses_graph)
-        self.mode = TRAINING_MODES.get(job.spec.mode)(self)
-        self.round_length = self.mode.round_length(job.spec)
-        shared = self._optimizer() if self.mode.shares_optimizer else None
-        for part in self.parts:  # model_avg: an Adam state per partition; grad_avg: one for all
-            part.optimizer = shared or self._optimizer()
-            if self.spec.strategy == "cluster":
-                part.clusters = clusters(
-                    part.sampler.indptr,
-                    part.sampler.indices,
-                    self.spec.num_clusters,
-                    batch_seed(self.spec.seed, part.index),
-                )
         self.source = BatchSource(
-            BatchMaker(self.parts, self.spec.strategy, self.spec.seed),
+            self.spec.strategy,
+            self.spec.seed,
             self.spec.sampler_workers,
             self.spec.timeout_s,
             pin=device.type == "cuda",
         )
+        self.partitions = ResidentPartitions(
+            job, rank, world_size, self.model.uses_graph, before_release=self.source.close
+        )
+        self.mode = TRAINING_MODES.get(job.spec.mode)(self)
+        self.round_length = self.mode.round_length(job.spec)
+        # model_avg: an Adam state per partition, kept between turns (two model-sized tensors
+        # each, small next to a partition); grad_avg: one for all
+        shared = self._optimizer() if self.mode.shares_optimizer else None
+        self.optimizers = {i: shared or self._optimizer() for i in self.partitions.indices}
         self.global_state = broadcast_state(self.model.state_dict(), distributed=self.distributed)
         self.model.load_state_dict(self.global_state)
-        local_train = torch.tensor([sum(p.num_train for p in self.parts)], dtype=torch.float64)
+        local_train = torch.tensor([self.partitions.total_train], dtype=torch.float64)
         self.total_train = float(self.all_reduce(local_train)[0])  # = the split's training nodes
         if self.total_train == 0:
             raise DataError(f"{job.store_path}: the split has no training nodes")
@@ -237,7 +178,7 @@ class Worker(EvaluationMixin):
             self.mode.train_round(start, length, record)
             done = start + length
             if done // spec.eval_every > last_evaluated // spec.eval_every or done == spec.epochs:
-                evaluations[done] = self.evaluate()
+                evaluations[done] = self.measured_evaluation()
                 last_evaluated = done
         return self._summary(record, evaluations)
 
@@ -246,7 +187,7 @@ class Worker(EvaluationMixin):
         would cost an all-reduce per round), the global val F1 if evaluated, compute s/epoch."""
         done = min(start + self.round_length, self.spec.epochs)
         epochs = slice(start, done)
-        own_train = sum(part.num_train for part in self.parts) or 1
+        own_train = self.partitions.total_train or 1
         text = f"epoch {done}" if done == start + 1 else f"epochs {start + 1}-{done}"
         text += f": loss {record['loss'][epochs].mean() / own_train:.4f} (rank 0)"
         if done in evaluations:

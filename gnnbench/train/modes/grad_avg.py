@@ -1,7 +1,12 @@
 """Gradient averaging (DistDGL's scheme): every mini-batch step all-reduces the gradients. Ranks
 hold as many batches as their partitions give; a rank that has run out joins the remaining steps
 with a zero gradient and zero weight (what torch's Join does for DDP), so no rank hangs and no
-training node is dropped."""
+training node is dropped.
+
+A rank with several partitions trains them one after the other within an epoch, one resident at a
+time: it loads each once to plan its batches (the step count must be agreed first) and again when
+its batches come up, except the one still resident. With one partition per rank (p = num_gpus,
+grad_avg's usual setting) the partition stays loaded for the whole run."""
 
 from __future__ import annotations
 
@@ -36,13 +41,20 @@ class GradientAverage(TrainingMode):
         worker = self.worker
         worker.model.train()
         torch.manual_seed(batch_seed(worker.spec.seed, epoch, worker.rank))
-        specs = [spec for part in worker.parts for spec in worker.batch_specs(part, epoch)]
-        steps = int(worker.all_reduce(torch.tensor([len(specs)]), dist.ReduceOp.MAX)[0])
-        stream = worker.source.batches(specs)
+        partitions = worker.partitions
+        specs = {part.index: worker.batch_specs(part, epoch)
+                 for part in partitions.in_turn(resident_first=True)}  # fmt: skip
+        count = sum(len(batches) for batches in specs.values())
+        steps = int(worker.all_reduce(torch.tensor([count]), dist.ReduceOp.MAX)[0])
+        stream = (
+            batch
+            for index in partitions.indices  # the partitions' batches in turn, as before
+            for batch in worker.source.batches(partitions.get(index), specs[index])
+        )
         figures = dict.fromkeys(FIGURES, 0.0)
         waited = worker.source.wait_s
         for step in range(steps):
-            batch = next(stream) if step < len(specs) else None  # past its last: zero gradient
+            batch = next(stream) if step < count else None  # past its last: zero gradient
             self.step(batch, epoch, figures)
         return {**figures, "steps": steps, "wait": worker.source.wait_s - waited}
 
@@ -50,7 +62,7 @@ class GradientAverage(TrainingMode):
         """One synchronised step: local gradient, all-reduce of [gradients, seeds], update."""
         worker = self.worker
         params = list(worker.model.parameters())
-        optimizer = worker.parts[0].optimizer
+        optimizer = worker.optimizers[worker.partitions.indices[0]]  # one for all
         started = time.perf_counter()
         optimizer.zero_grad(set_to_none=True)
         count = 0

@@ -5,7 +5,11 @@ one all-reduce that averages the models weighted by owned training nodes.
 `train.optimizer_state` says what happens to the Adam moments at a sync: `local` (CATGNN's code:
 each partition keeps its own, built from its own gradients, across rounds), `reset` (cleared, so
 every round starts Adam afresh from the averaged model) or `average` (exp_avg, exp_avg_sq and
-step averaged with the same weights in a second all-reduce and given to every partition)."""
+step averaged with the same weights in a second all-reduce and given to every partition).
+
+A rank loads each partition when its turn comes (gnnbench/train/resident.py); the Adam states stay
+in memory between turns: two tensors of the model's size per partition, small next to any
+partition's features (e.g. 1.2 MB for GraphSAGE 128-256-172)."""
 
 from __future__ import annotations
 
@@ -15,10 +19,11 @@ import numpy as np
 import torch
 
 from gnnbench.train.modes import TRAINING_MODES, TrainingMode
+from gnnbench.train.resident import TrainingPart
 from gnnbench.train.sampler import batch_seed
 from gnnbench.train.spec import TrainSpec
 from gnnbench.train.sync import State, all_reduce_average, weighted_state_sum
-from gnnbench.train.worker import TrainingPart, finite_loss
+from gnnbench.train.worker import finite_loss
 
 
 def _clone(state: dict[str, torch.Tensor]) -> State:
@@ -43,12 +48,13 @@ class ModelAverage(TrainingMode):
         """Every partition trains `length` epochs from the averaged model; returns its states."""
         worker = self.worker
         states, weights = [], []
-        for part in worker.parts:
-            if part.num_train == 0:
+        for index in worker.partitions.indices:
+            if worker.partitions.num_train[index] == 0:
                 continue  # weight 0: it would not change the average
+            part = worker.partitions.get(index)  # loaded now, unless it is the resident one
             worker.model.load_state_dict(worker.global_state)
             if worker.spec.optimizer_state == "reset":
-                part.optimizer.state.clear()
+                worker.optimizers[index].state.clear()
             for epoch in range(first_epoch, first_epoch + length):
                 started, waited = time.perf_counter(), worker.source.wait_s
                 loss, cost = self.train_epoch(part, epoch + 1)
@@ -66,12 +72,13 @@ class ModelAverage(TrainingMode):
         worker = self.worker
         worker.model.train()
         torch.manual_seed(batch_seed(worker.spec.seed, epoch, part.index))  # rank-independent
+        optimizer = worker.optimizers[part.index]
         loss_sum, cost = 0.0, 0
-        for batch in worker.source.batches(worker.batch_specs(part, epoch)):
+        for batch in worker.source.batches(part, worker.batch_specs(part, epoch)):
             loss = worker.batch_loss(batch)
-            part.optimizer.zero_grad(set_to_none=True)
+            optimizer.zero_grad(set_to_none=True)
             loss.backward()
-            part.optimizer.step()
+            optimizer.step()
             loss_sum += finite_loss(loss, epoch, part.index) * len(batch.seeds)
             cost += batch.cost
         return loss_sum, cost
@@ -99,18 +106,19 @@ class ModelAverage(TrainingMode):
         partitions of all ranks (a partition that has not stepped yet counts as zeros)."""
         worker = self.worker
         params = list(worker.model.parameters())
-        trained = [part for part in worker.parts if part.num_train > 0]
-        states = [_adam_state(part.optimizer, params) for part in trained]
-        weights = [float(part.num_train) for part in trained]
+        counts = worker.partitions.num_train
+        trained = [index for index in worker.partitions.indices if counts[index] > 0]
+        states = [_adam_state(worker.optimizers[index], params) for index in trained]
+        weights = [float(counts[index]) for index in trained]
         if not states:
             states, weights = [_adam_state(None, params)], [0.0]
         average = all_reduce_average(
             weighted_state_sum(states, weights), worker.total_train, distributed=worker.distributed
         )
         entries = [_adam_entry(average, index) for index in range(len(params))]
-        for part in worker.parts:  # each its own copy: Adam updates its state in place
+        for optimizer in worker.optimizers.values():  # each its own copy: Adam updates in place
             for param, entry in zip(params, entries, strict=True):
-                part.optimizer.state[param] = {key: value.clone() for key, value in entry.items()}
+                optimizer.state[param] = {key: value.clone() for key, value in entry.items()}
 
 
 def _adam_state(optimizer: torch.optim.Optimizer | None, params: list) -> State:

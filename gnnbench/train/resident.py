@@ -1,0 +1,148 @@
+"""One resident partition per rank: a rank loads a partition when its turn comes and releases it
+before loading the next, so its memory is that of its largest partition, not of all of them (what
+p=auto assumes). Only small per-partition figures (the training-node count) stay between turns;
+the rank's Adam states live in the worker (a model's size each), and the cluster strategy's
+clusters are recomputed from their seed at each load.
+
+With one partition per rank (p = num_gpus) the partition stays loaded for the whole run.
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from gnnbench.data.store import GraphStore
+from gnnbench.errors import OutOfMemory
+from gnnbench.partition.book import PartitionBook
+from gnnbench.partition.memory_limit import current_memory_limit, is_out_of_memory
+from gnnbench.peak_rss import current_rss_mb
+from gnnbench.train.batching import clusters
+from gnnbench.train.sampler import ALL_NEIGHBOURS, NeighbourSampler, batch_seed
+from gnnbench.train.spec import Job
+
+
+@dataclass
+class TrainingPart:
+    """One partition (or the whole graph) as this rank trains and evaluates on it. `features`
+    is anything that answers `features[ids]` for an index array and has `.shape`."""
+
+    index: int
+    features: np.ndarray
+    labels: torch.Tensor
+    split: dict[str, np.ndarray]
+    sampler: NeighbourSampler  # train.fanouts
+    full_sampler: NeighbourSampler  # every neighbour, one hop per layer (strategy=full)
+    hop_sampler: NeighbourSampler  # every neighbour, one hop (layer-wise inference)
+    clusters: list[np.ndarray] | None = None  # the cluster strategy's fixed clusters
+
+    @property
+    def num_train(self) -> int:
+        return len(self.split["train"])
+
+
+class ResidentPartitions:
+    """The partitions rank r trains (r, r+W, r+2W, ... of the book; without one, the whole graph
+    as partition 0), at most one of them in memory. `load_s` sums the seconds spent loading;
+    `before_release` is called before a partition is dropped, so that whatever else holds it
+    (the batch source and its sampler processes) lets it go first."""
+
+    def __init__(
+        self,
+        job: Job,
+        rank: int,
+        world_size: int,
+        uses_graph: bool,
+        before_release: Callable[[], None],
+    ):
+        self.job = job
+        self.before_release = before_release
+        self.fanouts = list(job.spec.fanouts) if uses_graph else []
+        self.book = PartitionBook(job.book_path) if job.book_path is not None else None
+        self.indices = list(range(rank, self.book.p, world_size)) if self.book else [0]
+        self.load_s = 0.0
+        self._resident: TrainingPart | None = None
+        if self.book is None:  # the whole graph: loaded once, resident for the run
+            self.num_train = {0: self.get(0).num_train}
+        else:  # the GNN-ready step's count, so nothing is loaded before its turn
+            self.num_train = {i: int(self.book.part_meta(i)["num_train"]) for i in self.indices}
+
+    def get(self, index: int) -> TrainingPart:
+        """Partition `index`, loaded now unless it is the resident one (which it replaces)."""
+        if self._resident is not None and self._resident.index == index:
+            return self._resident
+        self.release()
+        started = time.perf_counter()
+        try:
+            self._resident = self._load(index)
+        except BaseException as exc:
+            if is_out_of_memory(exc, capped=current_memory_limit() is not None):
+                raise self._out_of_memory(index) from exc
+            raise
+        self.load_s += time.perf_counter() - started
+        return self._resident
+
+    def _out_of_memory(self, index: int) -> OutOfMemory:
+        """One line: the partition that did not fit, its size on disk, what the rank held."""
+        where = self.job.store_path if self.book is None else self.book.path / f"part-{index}"
+        needed = sum(path.stat().st_size for path in Path(where).rglob("*") if path.is_file())
+        cap = current_memory_limit()
+        under = f" under a {cap / 2**20:.0f} MB cap" if cap is not None else ""
+        return OutOfMemory(
+            f"out of memory: loading partition {index} ({where}, {needed / 2**20:.0f} MB) on top "
+            f"of the {current_rss_mb():.0f} MB this worker holds{under} (a larger p makes "
+            "partitions smaller)"
+        )
+
+    def release(self) -> None:
+        """Drop the resident partition (its arrays go back to the allocator now, not later)."""
+        if self._resident is not None:
+            self.before_release()
+            self._resident = None
+            gc.collect()
+
+    def in_turn(self, resident_first: bool = False) -> Iterator[TrainingPart]:
+        """Every partition of this rank, each loaded in its turn; `resident_first` starts with
+        the one in memory (evaluation, where the order does not matter, saves a load)."""
+        order = list(self.indices)
+        if resident_first and self._resident is not None:
+            order.remove(self._resident.index)
+            order.insert(0, self._resident.index)
+        for index in order:
+            yield self.get(index)
+
+    @property
+    def total_train(self) -> int:
+        return sum(self.num_train.values())
+
+    def _load(self, index: int) -> TrainingPart:
+        if self.book is None:
+            store = GraphStore(self.job.store_path)
+            indptr, indices = store.csr()
+            features, labels, split = store.features(), store.labels(), store.split()
+        else:
+            local = self.book.load(index)
+            indptr, indices = local.indptr, local.indices
+            features, labels, split = local.features, local.labels, local.split
+        full = [ALL_NEIGHBOURS] * len(self.fanouts)
+        part = TrainingPart(
+            index=index,
+            features=features,
+            labels=torch.from_numpy(np.asarray(labels)),
+            split=split,
+            sampler=NeighbourSampler(indptr, indices, self.fanouts),
+            full_sampler=NeighbourSampler(indptr, indices, full),
+            hop_sampler=NeighbourSampler(indptr, indices, [ALL_NEIGHBOURS]),
+        )
+        spec = self.job.spec
+        if spec.strategy == "cluster":  # deterministic from its seed: recomputed, not kept
+            seed = batch_seed(spec.seed, index)
+            graph = (part.sampler.indptr, part.sampler.indices)
+            part.clusters = clusters(*graph, spec.num_clusters, seed)
+        return part
