@@ -182,6 +182,10 @@ def main() -> None:
         from gnnbench.track.report import main as report_main
 
         sys.exit(report_main(sys.argv[2:], sweep_by_default=True))
+    if sys.argv[1:2] == ["server"]:  # `gnnbench server [--store DIR]`: a tracking server
+        from gnnbench.track.server import main as server_main
+
+        sys.exit(server_main(sys.argv[2:]))
     if sys.argv[1:2] == ["setup"]:  # `gnnbench setup pyg_metis|distdgl_metis|all`: baselines
         from gnnbench.setup.baseline_envs import main as setup_main
 

@@ -128,6 +128,7 @@ def server_answers(uri: str) -> bool:
 
 def _check_sqlite_store(path: Path) -> None:
     """An existing file must be an SQLite database holding MLflow's tables (or none yet)."""
+    path = path.resolve()  # named in full: the URI's path is relative to the working directory
     with open(path, "rb") as handle:
         header = handle.read(len(SQLITE_HEADER))
     if header != SQLITE_HEADER:
