@@ -37,8 +37,12 @@ def server_env() -> dict[str, str]:
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="gnnbench server", description=__doc__.split("\n")[0])
-    parser.add_argument("--store", type=Path, default=Path("mlflow-server"),
-                        help="directory of the backend store and the artifacts (created)")
+    parser.add_argument(
+        "--store",
+        type=Path,
+        default=Path("mlflow-server"),
+        help="directory of the backend store and the artifacts (created)",
+    )
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT)  # fmt: skip
     args = parser.parse_args(argv)

@@ -21,7 +21,9 @@ from gnnbench.train.spec import Job, TrainSpec
 
 def _check_dataset(store: GraphStore) -> None:
     if not store.has_features:
-        raise DataError(f"{store.path}: no node features to train on (use train=none)")
+        raise DataError(
+            f"{store.path}: no node features to train on (set dataset.features=degree, onehot, random or embedding; or train=none)"
+        )
     if store.num_classes < 1:
         raise DataError(f"{store.path}: no labels to train on (use train=none)")
 
