@@ -85,3 +85,38 @@ def test_featureless_mat_trains_on_degree(gnnbench_home, tmp_path):
     assert completed.returncode == 0, completed.stderr[-2000:]
     log = completed.stdout + completed.stderr  # Hydra's job log goes to stdout
     assert re.search(r"train: model_avg test micro-F1=\d", log)
+
+
+def test_the_embedding_table_is_part_of_the_averaged_state():
+    """dataset.features=embedding: the model's first step looks node ids up in a learnable table
+    whose rows are in state_dict, which model averaging averages (and grad_avg's parameters)."""
+    import torch
+
+    from gnnbench.train.models import build_model
+
+    config = {"name": "sage", "layers": 2, "hidden": 8, "dropout": 0.0, "input_nodes": 10}
+    models = []
+    for seed in (0, 1):
+        torch.manual_seed(seed)
+        models.append(build_model(1, 3, config))
+    assert models[0].state_dict()["table.weight"].shape == (10, 8)
+    assert "table.weight" in dict(models[0].named_parameters())
+    ids = torch.tensor([[3.0], [7.0]])
+    np.testing.assert_array_equal(
+        models[0].embed(ids).detach(), models[0].table.weight[[3, 7]].detach()
+    )
+    averaged = {
+        k: (models[0].state_dict()[k] + models[1].state_dict()[k]) / 2
+        for k in models[0].state_dict()
+    }
+    models[0].load_state_dict(averaged)
+    assert torch.equal(models[0].table.weight, averaged["table.weight"])
+
+
+@pytest.mark.slow
+@pytest.mark.distributed
+def test_featureless_mat_trains_on_a_learnable_embedding(gnnbench_home, tmp_path):
+    path = featureless_blogcatalog(tmp_path / "blog.mat")
+    completed = train(tmp_path, path, "train=model_avg", "dataset.features=embedding")
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    assert re.search(r"train: model_avg test micro-F1=\d", completed.stdout + completed.stderr)
