@@ -223,3 +223,22 @@ def test_lock_timeout_is_one_line(tmp_path):
     assert message.startswith(f"{tmp_path / 'mlflow.db.lock'}: held by another process")
     with FileLock(tmp_path / "mlflow.db.lock", timeout=5):  # released with its holder
         pass
+
+
+def test_report_groups_a_sweep_by_machine(small_sweep_store):
+    """A sweep whose jobs ran on two hosts: `machine` is the report's first axis, rows grouped."""
+    import mlflow
+
+    from gnnbench.track.report.query import load_sweep
+
+    sweep = small_sweep_store
+    client = mlflow.MlflowClient(tracking_uri=sweep.tracking_uri)
+    single = load_sweep(sweep.tracking_uri, sweep.experiment, sweep.sweep_id)
+    assert "machine" not in single.axes  # one host (here: none recorded) is no axis
+    for row in single.rows:  # p=2 and p=8 on one node, p=4 on another
+        host = "node-a" if row["p"] in ("2", "8") else "node-b"
+        client.set_tag(row["run_id"], "gnnbench.host", host)
+    grouped = load_sweep(sweep.tracking_uri, sweep.experiment, sweep.sweep_id)
+    assert grouped.axes[0] == "machine"
+    hosts = [row["machine"] for row in grouped.rows]
+    assert hosts == sorted(hosts) and set(hosts) == {"node-a", "node-b"}
