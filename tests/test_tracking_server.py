@@ -120,11 +120,11 @@ def test_server_killed_mid_sweep_then_resume(tmp_path, gnnbench_home):
     store = tmp_path / "store"
     with TrackingServer(store) as server:
         command = [sys.executable, "-m", "gnnbench", *SWEEP, f"tracking.uri={server.url}"]
-        sweep = subprocess.Popen(command, cwd=tmp_path, stderr=subprocess.PIPE, text=True,
-                                 env=os.environ.copy())  # fmt: skip
-        lines = []
+        sweep = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.PIPE, text=True,
+                                 stderr=subprocess.STDOUT, env=os.environ.copy())  # fmt: skip
+        lines = []  # Hydra's job log (on stdout) and gnnbench's own lines (stderr)
         try:
-            for line in sweep.stderr:
+            for line in sweep.stdout:
                 lines.append(line)
                 if "job 2 of 4" in line:
                     server.kill()
