@@ -242,3 +242,27 @@ def test_report_groups_a_sweep_by_machine(small_sweep_store):
     assert grouped.axes[0] == "machine"
     hosts = [row["machine"] for row in grouped.rows]
     assert hosts == sorted(hosts) and set(hosts) == {"node-a", "node-b"}
+
+
+@pytest.mark.fault("sweep: a failing job among submitit jobs")
+@pytest.mark.slow
+@requires_dataset(CORA)
+def test_submitit_sweep_isolates_a_failing_job(tmp_path, gnnbench_home):
+    """Under submitit_local (a process per job, as on SLURM) a failing job is recorded FAILED
+    under the parent and listed at the end (exit 1); the other job FINISHES."""
+    pytest.importorskip("hydra_plugins.hydra_submitit_launcher", reason="pip install -e '.[slurm]'")
+    completed = gnnbench(
+        tmp_path, "-m", "dataset=cora", "partitioner=hash", "p=2,100000", "train=none",
+        *LAUNCHERS["submitit_local"], timeout=300,
+    )  # fmt: skip
+    assert completed.returncode == 1, completed.stderr[-3000:]
+    assert "gnnbench: 1 job(s) failed:" in completed.stderr
+    assert "cora-hash-p100000: ConfigError: p=100000 is larger" in completed.stderr
+    (parent,), jobs = sweep_runs(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    assert parent.info.status == "FAILED"
+    assert sorted(run.info.status for run in jobs) == ["FAILED", "FINISHED"]
+    assert {run.data.tags["mlflow.parentRunId"] for run in jobs} == {parent.info.run_id}
+    rows = report_rows(tmp_path, end_line(completed))
+    assert sorted((row["p"], row["status"]) for row in rows) == [
+        ("100000", "FAILED"), ("2", "FINISHED")
+    ]  # fmt: skip
