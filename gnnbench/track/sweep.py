@@ -137,6 +137,14 @@ def count_jobs(overrides: list[str], sweeper_params: Mapping[str, Any]) -> int:
     )
 
 
+def planned_jobs(sweeper: Mapping[str, Any], overrides: list[str]) -> int | None:
+    """The sweep's job count where its sweeper fixes it up front (the basic sweeper's grid);
+    None for sweepers that choose their jobs as they go (Optuna, Ax, Nevergrad)."""
+    if sweeper.get("_target_") != BASIC_SWEEPER:
+        return None
+    return count_jobs(overrides, dict(sweeper.get("params") or {}))
+
+
 def swept_keys(overrides: list[str], sweeper_params: Mapping[str, Any]) -> tuple[str, ...]:
     """The config keys (or groups) the sweep gives more than one value."""
     return tuple(
@@ -265,9 +273,7 @@ class SweepCallback(Callback):
     def _start(self, config) -> None:
         overrides = list(config.hydra.overrides.task)
         params = dict(config.hydra.sweeper.get("params") or {})
-        # other sweepers (Optuna, Ax) choose their jobs as they go: no count up front
-        basic = config.hydra.sweeper.get("_target_") == BASIC_SWEEPER
-        total = count_jobs(overrides, params) if basic else None
+        total = planned_jobs(config.hydra.sweeper, overrides)
         if total is not None:
             os.environ[TOTAL_ENV] = str(total)
         if torchrun_rank():  # rank 0 keeps the sweep's records; this rank only trains
