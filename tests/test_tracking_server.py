@@ -184,8 +184,8 @@ def foreign_sqlite(path: Path) -> None:
     ids=["text", "foreign-sqlite"],
 )
 def test_a_file_that_is_not_a_store_is_named_and_kept(tmp_path, gnnbench_home, write, expected):
-    """mlflow.db is a text file or another program's SQLite database: one line naming it, exit
-    2, and the file is left byte for byte as it was."""
+    """mlflow.db is a text file or another program's SQLite database: a run and the report end
+    in one line naming it, exit 2, and the file is left byte for byte as it was."""
     db = tmp_path / "mlflow.db"
     write(db)
     before = db.read_bytes()
@@ -193,6 +193,9 @@ def test_a_file_that_is_not_a_store_is_named_and_kept(tmp_path, gnnbench_home, w
     lines = completed.stderr.strip().splitlines()
     assert completed.returncode == 2 and len(lines) == 1, completed.stderr[-3000:]
     assert lines[0].startswith(f"gnnbench: error: {db}: {expected}")
+    report = gnnbench(tmp_path, "report", timeout=120)  # the report reads it: the same line
+    assert report.returncode == 2, report.stderr[-3000:]
+    assert report.stderr.strip() == lines[0].replace("gnnbench:", "gnnbench report:", 1)
     assert db.read_bytes() == before  # never overwritten
 
 

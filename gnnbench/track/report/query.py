@@ -55,12 +55,13 @@ def open_store(tracking_uri: str) -> MlflowClient:
     """A client of an existing store (MLflow would create an empty SQLite file for a wrong path)."""
     import mlflow
 
-    from gnnbench.track.store import sqlite_path
+    from gnnbench.track.store import check_store, sqlite_path, with_busy_timeout
 
     path = sqlite_path(tracking_uri)
     if path is not None and not path.is_file():
         raise GnnbenchError(f"{tracking_uri}: no MLflow store at {path.resolve()}")
-    return mlflow.MlflowClient(tracking_uri=tracking_uri)
+    check_store(tracking_uri)  # a server that answers; a file that is an MLflow store
+    return mlflow.MlflowClient(tracking_uri=with_busy_timeout(tracking_uri))
 
 
 def find_experiment(client, experiment: str, tracking_uri: str) -> str:
