@@ -54,16 +54,14 @@ def _is_multirun() -> bool:
     return HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN
 
 
-def _sweep_tags(config: dict) -> dict[str, str]:
+def _sweep_tags(job: JobSpec, keys: list[str]) -> dict[str, str]:
+    """The job's identity (run_key, older keys) and its sweep's id (the parent link is set by
+    mlflow.start_run(parent_run_id=...), mlflow_run)."""
     from gnnbench.track.report.query import ALIASES_TAG
-    from gnnbench.track.sweep import PARENT_ENV, SWEEP_ENV, run_keys
 
-    keys = run_keys(config)
     tags = {"run_key": keys[0], ALIASES_TAG: ",".join(keys[1:]), "gnnbench.role": "job"}
-    if os.environ.get(PARENT_ENV):
-        tags.update(
-            {"sweep_id": os.environ[SWEEP_ENV], "mlflow.parentRunId": os.environ[PARENT_ENV]}
-        )
+    if job.tracking.sweep is not None:
+        tags["sweep_id"] = job.tracking.sweep.sweep_id
     return tags
 
 
@@ -94,18 +92,18 @@ def _job(cfg) -> dict | None:
     from gnnbench.run import run
     from gnnbench.spec import JobSpec
     from gnnbench.track.mlflow_run import one_line
-    from gnnbench.track.sweep import SETUP_ERROR_ENV, run_keys
+    from gnnbench.track.sweep import run_keys
 
-    if os.environ.get(SETUP_ERROR_ENV):  # the sweep has no parent: run nothing, main() says why
-        return None
     config = OmegaConf.to_container(cfg, resolve=True)
     multirun = _is_multirun()
-    tags = _sweep_tags(config)
+    if multirun and _sweep_not_started(config):  # no parent: run nothing, main() says why
+        return None
     try:
         job = JobSpec.from_config(config)  # every key checked once, before any stage runs
-        if _nothing_to_do(job, run_keys(config), multirun):
+        keys = run_keys(config)
+        if _nothing_to_do(job, keys, multirun):
             return None
-        return run(config, OmegaConf.to_yaml(cfg, resolve=True), tags, job=job)
+        return run(config, OmegaConf.to_yaml(cfg, resolve=True), _sweep_tags(job, keys), job=job)
     except GnnbenchError as exc:
         if not multirun:
             print(f"gnnbench: error: {exc}", file=sys.stderr)
@@ -121,6 +119,15 @@ def _job(cfg) -> dict | None:
             sys.exit(1)
         log.exception("job failed: %s: %s", type(exc).__name__, exc)
     return None
+
+
+def _sweep_not_started(config: dict) -> bool:
+    """A sweep's job without its sweep's identity: the driver could not open the parent (a rank
+    > 0 of torchrun opens none: rank 0 keeps the records)."""
+    from gnnbench.torchrun import torchrun_rank
+
+    tracking = config.get("tracking")
+    return not torchrun_rank() and isinstance(tracking, dict) and tracking.get("sweep") is None
 
 
 def _nothing_to_do(job: JobSpec, keys: list[str], multirun: bool) -> bool:
@@ -141,7 +148,7 @@ def _nothing_to_do(job: JobSpec, keys: list[str], multirun: bool) -> bool:
     if not multirun:
         return False
     number = HydraConfig.get().job.num + 1
-    overrides = " ".join(HydraConfig.get().overrides.task)
+    overrides = " ".join(o for o in HydraConfig.get().overrides.task if "tracking.sweep=" not in o)
     log.info("job %d of %s: %s", number, os.environ.get(TOTAL_ENV, "?"), overrides)
     finished = _finished_run(job, keys, rank if partitioned else None)
     if finished:
@@ -175,6 +182,10 @@ def main() -> None:
         from gnnbench.track.report import main as report_main
 
         sys.exit(report_main(sys.argv[2:], sweep_by_default=True))
+    if sys.argv[1:2] == ["server"]:  # `gnnbench server [--store DIR]`: a tracking server
+        from gnnbench.track.server import main as server_main
+
+        sys.exit(server_main(sys.argv[2:]))
     if sys.argv[1:2] == ["setup"]:  # `gnnbench setup pyg_metis|distdgl_metis|all`: baselines
         from gnnbench.setup.baseline_envs import main as setup_main
 

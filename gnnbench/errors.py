@@ -37,6 +37,11 @@ class NonFiniteLoss(GnnbenchError):
     logging meaningless F1 as a result."""
 
 
+class TrackingError(GnnbenchError):
+    """The MLflow store cannot be used: no server answers, the file is not an MLflow store, its
+    lock is held too long. The message names the URI or the file."""
+
+
 class Interrupted(KeyboardInterrupt):
     """SIGTERM or SIGINT reached the main process: the run ends KILLED, the exit status is
     128 + the signal number (130 for SIGINT, 143 for SIGTERM). Not an Exception, like Ctrl-C."""

@@ -24,6 +24,7 @@ KEYS_ADDED_LATER: dict[str, Any] = {
     "partitioner.chunk_refinement": True,  # grem's
     "partitioner.grid_dims": 2,  # grid's
     "train.optimizer_state": "local",
+    "dataset.features": "none",
 }
 
 

@@ -1,8 +1,8 @@
 """The MLflow UI shows a sweep as a person sees it: parent run, its children, replication_factor.
 
-A small partition-only sweep is logged to a fresh SQLite store, `mlflow server` serves it on
-127.0.0.1, and headless Chromium (driven by selenium through chromedriver) opens the experiment's
-runs table. MLflow 3's table nests the children under a collapsed parent row and shows no metric
+A small partition-only sweep is logged to a fresh SQLite store that `gnnbench server` then serves
+on 127.0.0.1, or straight to a running `gnnbench server` (the tracking-server path), and headless
+Chromium (driven by selenium through chromedriver) opens the experiment's runs table. MLflow 3's table nests the children under a collapsed parent row and shows no metric
 column by default: the test expands the parent, adds `replication_factor` from the "Columns" menu,
 checks every child's value against the store, and saves `test-artifacts/dashboard.png`.
 
@@ -14,22 +14,19 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
-import socket
 import subprocess
 import sys
-import time
-import urllib.error
-import urllib.request
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 from conftest import CORA, requires_dataset
+from tracking_server import TrackingServer
 
 pytestmark = pytest.mark.browser
 
 REPO = Path(__file__).resolve().parents[1]
-SCREENSHOT = REPO / "test-artifacts" / "dashboard.png"
+SCREENSHOTS = REPO / "test-artifacts"  # dashboard.png (SQLite store), dashboard-server.png
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
 CHROMIUM_ARGS = (
@@ -43,7 +40,6 @@ CHROMIUM_ARGS = (
     "--disable-quic",
     "--window-size=1600,900",
 )
-SERVER_START_S = 60  # bound on waiting for `mlflow server` to answer /health
 UI_WAIT_S = 30  # bound on each wait for the React app
 METRIC = "replication_factor"
 METRIC_COL = f"metrics.`{METRIC}`"  # ag-grid col-id of a metric column
@@ -59,23 +55,13 @@ def _require_browser() -> None:
     pytest.importorskip("selenium", reason="selenium not installed (pip install -e '.[test]')")
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _tail(path: Path, chars: int = 3000) -> str:
-    return path.read_text(errors="replace")[-chars:] if path.exists() else ""
-
-
-def _make_sweep(cwd: Path, db: Path) -> tuple[str, dict, dict]:
-    """Run the sweep; return the experiment id, the parent run and the children by run id."""
+def _make_sweep(cwd: Path, uri: str) -> tuple[str, dict, dict]:
+    """Run the sweep into `uri`; return the experiment id, the parent run and the children by id."""
     import mlflow
 
     completed = subprocess.run(
         [sys.executable, "-m", "gnnbench", "-m", "dataset=cora", "partitioner=spring,hash"]
-        + ["p=2,4", "train=none", f"tracking.uri=sqlite:///{db}"],
+        + ["p=2,4", "train=none", f"tracking.uri={uri}"],
         cwd=cwd,
         capture_output=True,
         text=True,
@@ -83,7 +69,7 @@ def _make_sweep(cwd: Path, db: Path) -> tuple[str, dict, dict]:
         env=os.environ.copy(),
     )
     assert completed.returncode == 0, completed.stderr[-3000:]
-    client = mlflow.MlflowClient(tracking_uri=f"sqlite:///{db}")
+    client = mlflow.MlflowClient(tracking_uri=uri)
     experiment_id = client.get_experiment_by_name("gnnbench").experiment_id
     runs = client.search_runs([experiment_id])
     (parent,) = [r for r in runs if r.data.tags.get("gnnbench.role") == "parent"]
@@ -96,80 +82,17 @@ def _make_sweep(cwd: Path, db: Path) -> tuple[str, dict, dict]:
     return experiment_id, parent, children
 
 
-class MlflowServer:
-    """`mlflow server` on 127.0.0.1 in its own process group, always terminated on exit."""
-
-    def __init__(self, db: Path, workdir: Path):
-        self.port = _free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.log = workdir / "mlflow-server.log"
-        self.command = [
-            sys.executable,
-            "-m",
-            "mlflow",
-            "server",
-            "--backend-store-uri",
-            f"sqlite:///{db}",
-            "--artifacts-destination",
-            str(workdir / "mlartifacts"),
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(self.port),
-            "--workers",
-            "1",
-        ]
-        self.workdir = workdir
-        self.proc: subprocess.Popen | None = None
-
-    def __enter__(self) -> MlflowServer:
-        with self.log.open("wb") as log:
-            self.proc = subprocess.Popen(
-                self.command,
-                cwd=self.workdir,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                # No job runner: it forks huey consumers and leaves a store in /dev/shm.
-                env={**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"},
-                start_new_session=True,  # uvicorn's worker goes down with the group
-            )
-        try:
-            self._wait_healthy()
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.stop()
-
-    def _wait_healthy(self) -> None:
-        deadline = time.monotonic() + SERVER_START_S
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                pytest.fail(f"mlflow server exited {self.proc.returncode}:\n{_tail(self.log)}")
-            try:
-                with urllib.request.urlopen(f"{self.url}/health", timeout=2) as response:
-                    if response.status == 200:
-                        return
-            except (urllib.error.URLError, ConnectionError, TimeoutError):
-                pass
-            time.sleep(0.5)
-        pytest.fail(f"mlflow server not healthy after {SERVER_START_S} s:\n{_tail(self.log)}")
-
-    def stop(self) -> None:
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        for sig, wait_s in ((signal.SIGTERM, 10), (signal.SIGKILL, 5)):
-            try:
-                os.killpg(self.proc.pid, sig)
-            except ProcessLookupError:
-                return
-            try:
-                self.proc.wait(timeout=wait_s)
-                return
-            except subprocess.TimeoutExpired:
-                continue
+@contextmanager
+def logged_sweep(tmp_path: Path, store: str):
+    """(server, experiment id, parent, children): the sweep logged to SQLite and served after,
+    or logged to the server while it runs."""
+    if store == "sqlite":
+        swept = _make_sweep(tmp_path, f"sqlite:///{tmp_path / 'store' / 'mlflow.db'}")
+        with TrackingServer(tmp_path / "store") as server:
+            yield (server, *swept)
+    else:
+        with TrackingServer(tmp_path / "store") as server:
+            yield (server, *_make_sweep(tmp_path, server.url))
 
 
 def _chrome(user_data_dir: Path):
@@ -186,7 +109,8 @@ def _chrome(user_data_dir: Path):
 
 
 @requires_dataset(CORA)
-def test_sweep_visible_in_mlflow_ui(tmp_path, gnnbench_home):
+@pytest.mark.parametrize("store", ["sqlite", "server"])
+def test_sweep_visible_in_mlflow_ui(tmp_path, gnnbench_home, store):
     _require_browser()
     from selenium.common.exceptions import TimeoutException
     from selenium.webdriver.common.by import By
@@ -194,11 +118,10 @@ def test_sweep_visible_in_mlflow_ui(tmp_path, gnnbench_home):
     from selenium.webdriver.support import expected_conditions as ec
     from selenium.webdriver.support.ui import WebDriverWait
 
-    db = tmp_path / "mlflow.db"
-    experiment_id, parent, children = _make_sweep(tmp_path, db)
-    expected = {run_id: run.data.metrics[METRIC] for run_id, run in children.items()}
-
-    with MlflowServer(db, tmp_path) as server:
+    (tmp_path / "store").mkdir()
+    screenshot = SCREENSHOTS / ("dashboard.png" if store == "sqlite" else f"dashboard-{store}.png")
+    with logged_sweep(tmp_path, store) as (server, experiment_id, parent, children):
+        expected = {run_id: run.data.metrics[METRIC] for run_id, run in children.items()}
         driver = _chrome(tmp_path / "chromium-profile")
         wait = WebDriverWait(driver, UI_WAIT_S)
 
@@ -262,10 +185,10 @@ def test_sweep_visible_in_mlflow_ui(tmp_path, gnnbench_home):
                 shown[run_id] = float(cell.text.strip())
             assert shown == pytest.approx(expected, rel=1e-6)
         except TimeoutException as exc:
-            pytest.fail(f"MLflow UI, after {UI_WAIT_S} s: {exc.msg} (see {SCREENSHOT})")
+            pytest.fail(f"MLflow UI, after {UI_WAIT_S} s: {exc.msg} (see {screenshot})")
         finally:
             try:
-                SCREENSHOT.parent.mkdir(exist_ok=True)
-                driver.save_screenshot(str(SCREENSHOT))
+                screenshot.parent.mkdir(exist_ok=True)
+                driver.save_screenshot(str(screenshot))
             finally:
                 driver.quit()

@@ -228,6 +228,23 @@ def test_run_name_is_unchanged():
     assert run_name(auto) == "cora-hash-pauto"
 
 
+def test_run_names_of_a_sweep_show_the_axes_it_varies():
+    """A seed x train sweep: each child's name carries its seed and train mode, so no two of a
+    sweep's runs share a name; axes already in the name (dataset, partitioner, p) are not repeated."""
+    from gnnbench.track.mlflow_run import run_name
+
+    names = set()
+    for seed in (0, 1):
+        for mode in ("model_avg", "grad_avg"):
+            config = job_config("dataset=cora", f"train={mode}", f"seed={seed}")
+            sweep = {"sweep_id": "s", "parent_run_id": "r", "axes": ["seed", "train", "p"]}
+            config["tracking"] = {**config["tracking"], "sweep": sweep}
+            names.add(run_name(JobSpec.from_config(config), config))
+    assert names == {
+        f"cora-spring-p4-seed={s}-train={m}" for s in (0, 1) for m in ("model_avg", "grad_avg")
+    }
+
+
 def test_p_auto_budget_is_parsed_with_the_job():
     """train=none has no TrainSpec, yet its `+train.worker_mem_gb` is p=auto's budget; a fixed p
     has none; a bad budget fails before any stage, in one line."""

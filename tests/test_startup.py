@@ -100,13 +100,14 @@ def mlflow_uri_state(monkeypatch):
 def test_use_tracking_uri_without_a_uri_set_in_process(tmp_path, mlflow_uri_state):
     import mlflow
 
-    from gnnbench.track.store import use_tracking_uri
+    from gnnbench.track.store import BUSY_TIMEOUT_S, use_tracking_uri
 
     for name in ("a.db", "b.db"):  # a second job of the same process moves to its own store
         uri = f"sqlite:///{tmp_path / name}"
         use_tracking_uri(uri)
-        assert mlflow.get_tracking_uri() == uri
-        assert os.environ["MLFLOW_TRACKING_URI"] == uri  # subprocesses inherit it
+        with_timeout = f"{uri}?timeout={BUSY_TIMEOUT_S}"  # SQLite's busy timeout, not retries
+        assert mlflow.get_tracking_uri() == with_timeout
+        assert os.environ["MLFLOW_TRACKING_URI"] == with_timeout  # subprocesses inherit it
     assert mlflow_uri_state._tracking_uri is None
 
 
@@ -117,7 +118,7 @@ def test_use_tracking_uri_after_set_tracking_uri(tmp_path, mlflow_uri_state):
     from gnnbench.track.store import use_tracking_uri
 
     mlflow.set_tracking_uri(f"sqlite:///{tmp_path / 'other.db'}")
-    uri = f"sqlite:///{tmp_path / 'job.db'}"
+    uri = f"sqlite:///{tmp_path / 'job.db'}?timeout=5"  # a timeout of its own is kept
     use_tracking_uri(uri)
     assert mlflow.get_tracking_uri() == uri
 

@@ -33,3 +33,13 @@ def test_count_matches_hydras_grid(overrides):
     parsed = OverridesParser.create().parse_overrides(given)
     (grid,) = BasicSweeper.split_arguments(parsed, max_batch_size=None)
     assert count_jobs(overrides, EXPERIMENT_GRID) == len(grid)
+
+
+def test_only_the_basic_sweeper_announces_a_count():
+    """Other sweepers (Optuna's) choose jobs as they go: no count, so no wrong "job 3 of 9"."""
+    from gnnbench.track.sweep import BASIC_SWEEPER, planned_jobs
+
+    assert f"{BasicSweeper.__module__}.{BasicSweeper.__name__}" == BASIC_SWEEPER
+    assert planned_jobs({"_target_": BASIC_SWEEPER, "params": EXPERIMENT_GRID}, ["p=2,4"]) == 36
+    optuna = "hydra_plugins.hydra_optuna_sweeper.optuna_sweeper.OptunaSweeper"
+    assert planned_jobs({"_target_": optuna, "params": EXPERIMENT_GRID}, ["p=2,4"]) is None

@@ -14,6 +14,7 @@ from typing import Any
 
 from gnnbench.data.builder import GraphStoreBuilder
 from gnnbench.data.import_measure import measured_import
+from gnnbench.data.input_features import with_input_features
 from gnnbench.data.spec import DataSpec
 from gnnbench.data.store import FORMAT_VERSION, GraphStore
 from gnnbench.errors import ConfigError, DataError
@@ -23,7 +24,7 @@ from gnnbench.registry import Registry
 SourceFn = Callable[[GraphStoreBuilder, Mapping[str, Any]], None]
 SOURCES: Registry[SourceFn] = Registry("dataset source", "gnnbench.data.sources", "dataset.source")
 IMPORT_ONLY_KEYS = ("import_memory_gb",)  # how the store is built, not what it holds
-IMPORT_DEFAULTS = {"nonfinite": "error"}
+IMPORT_DEFAULTS = {"nonfinite": "error", "features": "none"}
 
 
 def raw_path(dataset: Mapping[str, Any], key: str = "path") -> Path:
@@ -109,4 +110,4 @@ def prepare_dataset(dataset: DataSpec | Mapping[str, Any]) -> GraphStore:
                 source(builder, dataset)
                 builder.finish()
             builder.record_meta(**figures)
-    return GraphStore(dest)
+    return with_input_features(GraphStore(dest), str(dataset.get("features", "none")))

@@ -15,7 +15,7 @@ from gnnbench.errors import ConfigError
 from gnnbench.spec_keys import ReadOnlyMap, check_keys, plain
 
 # Keys of every dataset config, whatever its source (read by prepare_dataset and the builder).
-SHARED_KEYS = ("nonfinite", "import_memory_gb", "split_seed", "normalize_features")
+SHARED_KEYS = ("nonfinite", "import_memory_gb", "split_seed", "normalize_features", "features")
 
 
 def source_keys(source: str) -> tuple[str, ...]:
@@ -44,6 +44,9 @@ class DataSpec:
         source = str(config["source"])
         valid = ("name", "source", *SHARED_KEYS, *source_keys(source))
         check_keys("dataset", config, valid, f"source {source}")
+        from gnnbench.data.input_features import check_input_features
+
+        check_input_features(config.get("features", "none"))
         params = {key: value for key, value in config.items() if key not in ("name", "source")}
         return cls(name=str(config["name"]), source=source, params=ReadOnlyMap(params))
 

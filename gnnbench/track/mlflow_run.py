@@ -10,7 +10,7 @@ import json
 import logging
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -65,20 +65,6 @@ HEADLINE_METRICS = (
 ARTIFACTS = ("partition_flamegraph.html", "gnn_ready_flamegraph.html")
 
 
-RETRYABLE = ("database is locked", "UNIQUE constraint failed", "database table is locked")
-
-
-def retrying(call: Callable, *args, attempts: int = 8, **kwargs):
-    """Call an MLflow function, retrying SQLite's transient lock errors of parallel jobs."""
-    for attempt in range(attempts):
-        try:
-            return call(*args, **kwargs)
-        except Exception as exc:
-            if attempt == attempts - 1 or not any(text in str(exc) for text in RETRYABLE):
-                raise
-            time.sleep(0.2 * 2**attempt)
-
-
 def flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     """Nested config -> {"a.b": value}; lists are kept as their JSON text."""
     flat: dict[str, Any] = {}
@@ -102,21 +88,21 @@ class RunLogger:
 
     def log_dataset(self, meta: Mapping[str, Any]) -> None:
         keys = ("num_nodes", "num_edges", "feature_dim", "num_classes", "fingerprint")
-        retrying(self.mlflow.log_params, {f"graph.{key}": meta[key] for key in keys if key in meta})
+        self.mlflow.log_params({f"graph.{key}": meta[key] for key in keys if key in meta})
         # the import's own figures (time, memory, repaired rows) are metrics, comparable across runs
         figures = ("import_time_s", "import_peak_mb", "import_rss_mb", "nonfinite_features")
         metrics = {
             key: float(meta[key]) for key in figures if isinstance(meta.get(key), int | float)
         }
         if metrics:
-            retrying(self.mlflow.log_metrics, metrics)
+            self.mlflow.log_metrics(metrics)
 
     def log_auto_p(self, choice: Mapping[str, Any]) -> None:
         """p=auto: the chosen number of partitions (metric num_parts) and the rule's inputs."""
         metrics = {key: float(v) for key, v in choice.items() if isinstance(v, int | float)}
         metrics["num_parts"] = metrics.pop("p")
-        retrying(self.mlflow.log_metrics, metrics)
-        retrying(self.mlflow.set_tag, "auto_p_memory_source", choice["auto_p_memory_source"])
+        self.mlflow.log_metrics(metrics)
+        self.mlflow.set_tag("auto_p_memory_source", choice["auto_p_memory_source"])
 
     def log_partition(
         self, book_dir: Path, metrics: Mapping[str, Any], stats: Mapping[str, Any], cached: bool
@@ -125,14 +111,12 @@ class RunLogger:
         values.update(
             {key: float(value) for key, value in stats.items() if isinstance(value, int | float)}
         )
-        retrying(self.mlflow.log_metrics, values)
-        retrying(
-            self.mlflow.set_tags, {"partition_cached": str(cached), "partition_book": str(book_dir)}
-        )
+        self.mlflow.log_metrics(values)
+        self.mlflow.set_tags({"partition_cached": str(cached), "partition_book": str(book_dir)})
         self.log_json("partition_metrics.json", {"metrics": dict(metrics), "stats": dict(stats)})
         for name in ARTIFACTS:
             if (Path(book_dir) / name).is_file():
-                retrying(self.mlflow.log_artifact, str(Path(book_dir) / name))
+                self.mlflow.log_artifact(str(Path(book_dir) / name))
 
     def log_training(self, training: TrainResult) -> None:
         """The training result: curves per epoch, the summary metrics, training.json."""
@@ -156,26 +140,43 @@ class RunLogger:
             for key in logged
             if result.get(key) is not None
         ]
-        retrying(self.mlflow.MlflowClient().log_batch, self.run_id, metrics=curves + summary)
+        self.mlflow.MlflowClient().log_batch(self.run_id, metrics=curves + summary)
         extra = {k: v for k, v in result.items() if k not in logged and k != "history"}
         self.log_json("training.json", {**extra, "history": history})
 
     def set_tags(self, tags: Mapping[str, str]) -> None:
-        retrying(self.mlflow.set_tags, dict(tags))
+        self.mlflow.set_tags(dict(tags))
 
     def log_json(self, name: str, payload: Any) -> None:
         with tempfile.TemporaryDirectory() as scratch:
             path = Path(scratch) / name
             path.write_text(json.dumps(payload, indent=2, default=str))
-            retrying(self.mlflow.log_artifact, str(path))
+            self.mlflow.log_artifact(str(path))
 
     def log_text(self, name: str, text: str) -> None:
-        retrying(self.mlflow.log_text, text, name)
+        self.mlflow.log_text(text, name)
 
 
-def run_name(job: JobSpec) -> str:
-    """`<dataset>-<partitioner>-p<p>`, e.g. cora-spring-p4 or cora-hash-pauto."""
-    return f"{job.data.name}-{job.partition.name}-p{job.p}"
+NAMED_AXES = ("dataset", "dataset.name", "partitioner", "partitioner.name", "p")
+
+
+def run_name(job: JobSpec, config: Mapping[str, Any] | None = None) -> str:
+    """`<dataset>-<partitioner>-p<p>`, e.g. cora-spring-p4 or cora-hash-pauto, then in a sweep
+    the job's value of each other axis the sweep varies (cora-spring-p4-seed=1), so that the
+    names of a sweep's runs differ."""
+    name = f"{job.data.name}-{job.partition.name}-p{job.p}"
+    sweep = job.tracking.sweep
+    if sweep is None or config is None:
+        return name
+    flat = flatten(config)
+    for axis in sweep.axes:
+        if axis not in NAMED_AXES:
+            # a config group's axis (train=, model=) shows its choice: train.mode, model.name
+            value = next(
+                (flat[k] for k in (axis, f"{axis}.name", f"{axis}.mode") if k in flat), "?"
+            )
+            name += f"-{axis}={value}"
+    return name
 
 
 @contextmanager
@@ -189,46 +190,70 @@ def mlflow_run(
     """Open a run in the job's store; end it FINISHED, or FAILED with the error as tags.
 
     `config` (the composed job config) is logged as the run's params, `tags` carries the sweep's
-    bookkeeping (sweep_id, run_key, mlflow.parentRunId).
+    bookkeeping (sweep_id, run_key); a sweep's job is started as a child of the sweep's parent.
+    A tracking server that stops answering ends the job in one line (TrackingError).
     """
+    from gnnbench.track.store import blame_store
+
+    with blame_store(job.tracking.uri), _run(config, resolved_yaml, tags, job=job) as logger:
+        yield logger
+
+
+@contextmanager
+def _run(
+    config: Mapping[str, Any], resolved_yaml: str, tags: Mapping[str, str] | None, *, job: JobSpec
+) -> Iterator[RunLogger]:
     import mlflow
 
-    from gnnbench.track.store import open_experiment, process_tags, use_tracking_uri
+    from gnnbench.track.machine import machine_tags
+    from gnnbench.track.store import (
+        blame_lost_server,
+        open_experiment,
+        process_tags,
+        use_tracking_uri,
+    )
 
     _, experiment_id = open_experiment(job.tracking.uri, job.tracking.experiment)
     use_tracking_uri(job.tracking.uri)
-    active = retrying(
-        mlflow.start_run,
+    sweep = job.tracking.sweep
+    active = mlflow.start_run(
         experiment_id=experiment_id,
-        run_name=run_name(job),
-        tags={**(tags or {}), **process_tags()},
+        run_name=run_name(job, config),
+        parent_run_id=sweep.parent_run_id if sweep else None,
+        tags={**(tags or {}), **process_tags(), **machine_tags()},
     )
     status = "FAILED"
     try:
         logger = RunLogger(mlflow, active.info.run_id)
         params = {k: v for k, v in flatten(config).items() if not k.startswith("tracking.")}
-        retrying(mlflow.log_params, params)
+        mlflow.log_params(params)
         logger.log_text("config.yaml", resolved_yaml)
         try:
             yield logger
         except BaseException as exc:
             # Ctrl-C / SIGTERM (gnnbench.errors.Interrupted) stop the run: KILLED, not FAILED
             status = "KILLED" if isinstance(exc, KeyboardInterrupt) else "FAILED"
-            retrying(mlflow.set_tags, {"error_type": type(exc).__name__, "error": one_line(exc)})
-            if getattr(exc, "metrics", None):  # e.g. the peak an out-of-memory baseline reached
-                retrying(mlflow.log_metrics, exc.metrics)
-            try:  # the console shows one line only; a failing upload must not hide the error
-                logger.log_text("error.log", error_log(exc))
-            except Exception as upload:
-                log.warning("error.log not logged: %s", one_line(upload))
-            try:  # tells __main__ the stack is kept, so it prints one line
-                exc.gnnbench_run_id = active.info.run_id
-            except AttributeError:
-                pass
+            blame_lost_server(job.tracking.uri, exc)  # a lost server: nowhere to record it
+            _record_failure(mlflow, logger, exc)
             raise
         status = "FINISHED"
     finally:
-        retrying(mlflow.end_run, status=status)
+        mlflow.end_run(status=status)
+
+
+def _record_failure(mlflow, logger: RunLogger, exc: BaseException) -> None:
+    """The error as the run's tags (error_type, error) and its stack as error.log."""
+    mlflow.set_tags({"error_type": type(exc).__name__, "error": one_line(exc)})
+    if getattr(exc, "metrics", None):  # e.g. the peak an out-of-memory baseline reached
+        mlflow.log_metrics(exc.metrics)
+    try:  # the console shows one line only; a failing upload must not hide the error
+        logger.log_text("error.log", error_log(exc))
+    except Exception as upload:
+        log.warning("error.log not logged: %s", one_line(upload))
+    try:  # tells __main__ the stack is kept, so it prints one line
+        exc.gnnbench_run_id = logger.run_id
+    except AttributeError:
+        pass
 
 
 def error_log(exc: BaseException) -> str:

@@ -12,7 +12,40 @@ from typing import Any
 from gnnbench.errors import ConfigError
 from gnnbench.spec_keys import check_keys, plain
 
-TRACKING_KEYS = ("uri", "experiment")
+TRACKING_KEYS = ("uri", "experiment", "sweep")
+SWEEP_KEYS = ("sweep_id", "parent_run_id", "axes")
+
+
+@dataclass(frozen=True)
+class SweepIdentity:
+    """The sweep a job belongs to, handed to each job in its config by the sweep's driver (so a
+    job launched elsewhere, as submitit launches SLURM jobs, knows it without the driver's
+    environment)."""
+
+    sweep_id: str
+    parent_run_id: str
+    axes: tuple[str, ...] = ()  # the keys the sweep varies: run names show their values
+
+    @classmethod
+    def from_config(cls, sweep: Any) -> SweepIdentity | None:
+        if sweep is None:
+            return None
+        if not isinstance(sweep, Mapping):
+            raise ConfigError(f"tracking.sweep: expected null or a mapping, got {sweep!r}")
+        check_keys("tracking.sweep", sweep, SWEEP_KEYS, "tracking.sweep", required=SWEEP_KEYS[:2])
+        return cls(
+            sweep_id=str(sweep["sweep_id"]),
+            parent_run_id=str(sweep["parent_run_id"]),
+            axes=tuple(str(axis) for axis in sweep.get("axes") or ()),
+        )
+
+    def as_override(self) -> str:
+        """`tracking.sweep={...}` as Hydra's override grammar reads it back (values quoted)."""
+        axes = ",".join(f"'{axis}'" for axis in self.axes)
+        return (
+            f"tracking.sweep={{sweep_id:'{self.sweep_id}',"
+            f"parent_run_id:'{self.parent_run_id}',axes:[{axes}]}}"
+        )
 
 
 @dataclass(frozen=True)
@@ -21,12 +54,18 @@ class TrackingSpec:
 
     uri: str
     experiment: str
+    sweep: SweepIdentity | None = None  # set for a sweep's jobs only (by the sweep callback)
 
     @classmethod
     def from_config(cls, tracking: Mapping[str, Any]) -> TrackingSpec:
-        """The composed `tracking` group (or Hydra's DictConfig of it): both keys, no other."""
+        """The composed `tracking` group (or Hydra's DictConfig of it): uri and experiment, and
+        the sweep a job belongs to."""
         tracking = plain(tracking)
         if not isinstance(tracking, Mapping):
             raise ConfigError(f"tracking: expected a config group, got {tracking!r}")
-        check_keys("tracking", tracking, TRACKING_KEYS, "tracking", required=TRACKING_KEYS)
-        return cls(uri=str(tracking["uri"]), experiment=str(tracking["experiment"]))
+        check_keys("tracking", tracking, TRACKING_KEYS, "tracking", required=TRACKING_KEYS[:2])
+        return cls(
+            uri=str(tracking["uri"]),
+            experiment=str(tracking["experiment"]),
+            sweep=SweepIdentity.from_config(tracking.get("sweep")),
+        )

@@ -5,6 +5,10 @@ the same parent run collects the children, jobs whose `run_key` already FINISHED
 FAILED ones run again. The parent is created before any job starts (which also initialises the
 MLflow store once, before parallel jobs race on its migrations) and is closed FINISHED or FAILED
 from the children's states, whichever launcher ran them.
+
+Each job learns its sweep (id, parent run, swept axes) from its own config, `tracking.sweep`,
+which the driver appends to the sweep's overrides before the launcher composes the jobs: a job
+run in another process, or on another machine (submitit, SLURM), gets it with its config.
 """
 
 from __future__ import annotations
@@ -24,22 +28,20 @@ from hydra.experimental.callback import Callback
 
 from gnnbench.spec_keys import neutral_keys_present, without_keys
 from gnnbench.torchrun import torchrun_rank
-from gnnbench.track.mlflow_run import one_line, retrying
+from gnnbench.track.mlflow_run import one_line
 from gnnbench.track.report.query import job_of, key_aliases, newest_per_job
-from gnnbench.track.spec import TrackingSpec
+from gnnbench.track.spec import SweepIdentity, TrackingSpec
 
 log = logging.getLogger(__name__)
 
-PARENT_ENV = "GNNBENCH_PARENT_RUN_ID"
-SWEEP_ENV = "GNNBENCH_SWEEP_ID"
-TOTAL_ENV = "GNNBENCH_SWEEP_JOBS"
+TOTAL_ENV = "GNNBENCH_SWEEP_JOBS"  # the job count, for the "job N of M" line only
+BASIC_SWEEPER = "hydra._internal.core_plugins.basic_sweeper.BasicSweeper"
 # On the parent, one tag per job resume skipped: skipped.<run_key> = the FINISHED run it repeats
 # (often outside the sweep), so the summary and the report still count the job.
 SKIPPED_TAG = "skipped."
 # ... and skipped_aliases.<run_key> = the older keys of that job, comma-separated (run_keys), so
 # an older child of it (FAILED before an upgrade) is seen as the same job
 SKIPPED_ALIASES_TAG = "skipped_aliases."
-SETUP_ERROR_ENV = "GNNBENCH_SWEEP_SETUP_ERROR"  # set when the parent could not be opened
 # Keys that say where things go, not what is computed: left out of the run key.
 VOLATILE_KEYS = ("tracking", "resume", "hydra")
 
@@ -53,13 +55,13 @@ def _digest(payload: Any) -> str:
 def record_skipped(tracking: TrackingSpec, keys: list[str], finished_run_id: str) -> None:
     """Tag the sweep's parent with a job resume skipped (its run_keys), so the sweep still counts
     and reports it (the tag, not this process's memory: parallel jobs run in other processes)."""
-    parent = os.environ.get(PARENT_ENV)
-    if parent:
-        tracker = SweepTracker(tracking.uri, tracking.experiment)
-        retrying(tracker.client.set_tag, parent, SKIPPED_TAG + keys[0], finished_run_id)
-        if keys[1:]:
-            aliases = ",".join(keys[1:])
-            retrying(tracker.client.set_tag, parent, SKIPPED_ALIASES_TAG + keys[0], aliases)
+    if tracking.sweep is None:
+        return
+    parent = tracking.sweep.parent_run_id
+    client = SweepTracker(tracking.uri, tracking.experiment).client
+    client.set_tag(parent, SKIPPED_TAG + keys[0], finished_run_id)
+    if keys[1:]:
+        client.set_tag(parent, SKIPPED_ALIASES_TAG + keys[0], ",".join(keys[1:]))
 
 
 def skipped_aliases(parent_tags: Mapping[str, str]) -> dict[str, str]:
@@ -116,20 +118,40 @@ def sweep_id_of(overrides: list[str], sweeper_params: Mapping[str, Any], experim
     return _digest({"overrides": kept, "params": dict(sweeper_params), "experiment": experiment})
 
 
-def count_jobs(overrides: list[str], sweeper_params: Mapping[str, Any]) -> int:
-    """Number of jobs of a basic-sweeper grid: the product of the comma-separated choices."""
+def _parsed(overrides: list[str], sweeper_params: Mapping[str, Any]) -> dict:
+    """{key element: override}: as Hydra's BasicSweeper, hydra.sweeper.params first, then the
+    command line, one axis per key element (prefix and package included), so a key given later
+    replaces earlier choices."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
-    # As Hydra's BasicSweeper: hydra.sweeper.params first, then the command line, one axis per
-    # key element (prefix and package included), so a key given later replaces earlier choices.
     given = [f"{key}={value}" for key, value in sweeper_params.items()] + list(overrides)
-    choices = {}
-    for override in OverridesParser.create().parse_overrides(given):
-        swept = override.is_sweep_override()
-        choices[override.get_key_element()] = (
-            len(list(override.sweep_string_iterator())) if swept else 1
-        )
-    return math.prod(choices.values())
+    parsed = OverridesParser.create().parse_overrides(given)
+    return {override.get_key_element(): override for override in parsed}
+
+
+def count_jobs(overrides: list[str], sweeper_params: Mapping[str, Any]) -> int:
+    """Number of jobs of a basic-sweeper grid: the product of the comma-separated choices."""
+    return math.prod(
+        len(list(o.sweep_string_iterator())) if o.is_sweep_override() else 1
+        for o in _parsed(overrides, sweeper_params).values()
+    )
+
+
+def planned_jobs(sweeper: Mapping[str, Any], overrides: list[str]) -> int | None:
+    """The sweep's job count where its sweeper fixes it up front (the basic sweeper's grid);
+    None for sweepers that choose their jobs as they go (Optuna, Ax, Nevergrad)."""
+    if sweeper.get("_target_") != BASIC_SWEEPER:
+        return None
+    return count_jobs(overrides, dict(sweeper.get("params") or {}))
+
+
+def swept_keys(overrides: list[str], sweeper_params: Mapping[str, Any]) -> tuple[str, ...]:
+    """The config keys (or groups) the sweep gives more than one value."""
+    return tuple(
+        o.key_or_group
+        for o in _parsed(overrides, sweeper_params).values()
+        if o.is_sweep_override() and not o.key_or_group.startswith("hydra")
+    )
 
 
 class SweepTracker:
@@ -144,30 +166,27 @@ class SweepTracker:
         """The sweep's parent run, created on first use and set RUNNING again on a resume."""
         from gnnbench.track.store import process_tags
 
-        existing = retrying(
-            self.client.search_runs,
+        existing = self.client.search_runs(
             [self.experiment_id],
             filter_string=f"tags.sweep_id = '{sweep_id}' and tags.`gnnbench.role` = 'parent'",
         )
         if existing:
             run_id = existing[0].info.run_id
-            retrying(self.client.update_run, run_id, status="RUNNING")
+            self.client.update_run(run_id, status="RUNNING")
             for key, value in process_tags().items():  # this process keeps it now
-                retrying(self.client.set_tag, run_id, key, value)
+                self.client.set_tag(run_id, key, value)
             return run_id
-        run = retrying(
-            self.client.create_run,
+        run = self.client.create_run(
             self.experiment_id,
             run_name=f"sweep-{sweep_id}",
             tags={"sweep_id": sweep_id, "gnnbench.role": "parent", **process_tags()},
         )
-        retrying(self.client.log_param, run.info.run_id, "overrides", " ".join(overrides)[:6000])
+        self.client.log_param(run.info.run_id, "overrides", " ".join(overrides)[:6000])
         return run.info.run_id
 
     def children(self, sweep_id: str) -> list:
         """Every job run of the sweep."""
-        return retrying(
-            self.client.search_runs,
+        return self.client.search_runs(
             [self.experiment_id],
             filter_string=f"tags.sweep_id = '{sweep_id}' and tags.`gnnbench.role` = 'job'",
         )
@@ -175,8 +194,7 @@ class SweepTracker:
     def finished_run(self, keys: list[str]) -> str | None:
         """A FINISHED run tagged with any of a job's run keys (run_keys), if there is one."""
         for key in keys:
-            runs = retrying(
-                self.client.search_runs,
+            runs = self.client.search_runs(
                 [self.experiment_id],
                 filter_string=f"tags.run_key = '{key}' and attributes.status = 'FINISHED'",
                 max_results=1,
@@ -190,7 +208,7 @@ class SweepTracker:
     ) -> tuple[list[str], str]:
         """End the parent FINISHED or FAILED from its jobs; return one line per failed job and
         this invocation's counts (jobs started since since_ms, jobs resume skipped, failures)."""
-        tags = retrying(self.client.get_run, parent_run_id).data.tags
+        tags = self.client.get_run(parent_run_id).data.tags
         children = self.children(sweep_id)
         aliases = {**key_aliases(children), **skipped_aliases(tags)}
         latest = newest_per_job(children, aliases)
@@ -208,7 +226,7 @@ class SweepTracker:
             if run.info.status != "FINISHED" and job_of(run, aliases) not in skipped
         ]
         status = "KILLED" if interrupted else "FAILED" if failed else "FINISHED"
-        retrying(self.client.set_terminated, parent_run_id, status)
+        self.client.set_terminated(parent_run_id, status)
         finished = sum(run.info.status == "FINISHED" for run in ran_now)
         lines = [
             f"{run.info.run_name}: {run.data.tags.get('error_type', run.info.status)}: "
@@ -236,6 +254,7 @@ class SweepCallback(Callback):
 
     def __init__(self) -> None:
         self.tracker: SweepTracker | None = None
+        self.identity: SweepIdentity | None = None  # set while the parent is open
         self.failures: list[str] = []
         self.report_args: tuple | None = None
         self.started_ms = 0  # jobs started since then ran in this invocation
@@ -244,29 +263,30 @@ class SweepCallback(Callback):
     def on_multirun_start(self, config, **kwargs) -> None:
         # Hydra turns a callback's exception into a warning and runs the jobs anyway: a sweep
         # whose parent cannot be opened would log orphan runs and exit 0. Record the failure
-        # instead; every job then declines to run and main() exits 2 with this line.
+        # instead; every job (its config has no tracking.sweep) then declines to run and main()
+        # exits 2 with this line.
         try:
             self._start(config)
         except Exception as exc:
-            message = f"sweep could not start: {type(exc).__name__}: {one_line(exc)}"
-            os.environ[SETUP_ERROR_ENV] = message
-            SETUP_ERRORS.append(message)
+            SETUP_ERRORS.append(f"sweep could not start: {type(exc).__name__}: {one_line(exc)}")
 
     def _start(self, config) -> None:
         overrides = list(config.hydra.overrides.task)
         params = dict(config.hydra.sweeper.get("params") or {})
+        total = planned_jobs(config.hydra.sweeper, overrides)
+        if total is not None:
+            os.environ[TOTAL_ENV] = str(total)
         if torchrun_rank():  # rank 0 keeps the sweep's records; this rank only trains
-            os.environ[TOTAL_ENV] = str(count_jobs(overrides, params))
             return
         tracking = TrackingSpec.from_config(config.tracking)
         sweep_id = sweep_id_of(overrides, params, tracking.experiment)
         self.tracker = SweepTracker(tracking.uri, tracking.experiment)
         parent = self.tracker.open_parent(sweep_id, overrides)
-        total = count_jobs(overrides, params)
-        os.environ.update({PARENT_ENV: parent, SWEEP_ENV: sweep_id, TOTAL_ENV: str(total)})
+        self.identity = SweepIdentity(sweep_id, parent, swept_keys(overrides, params))
+        _hand_to_jobs(config, self.identity)
         ACTIVE.append(self)
         self.started_ms = int(time.time() * 1000)
-        log.info("sweep %s: %d jobs, parent run %s", sweep_id, total, parent)
+        log.info("sweep %s: %s jobs, parent run %s", sweep_id, total or "?", parent)
         # one place for a sweep's report, where `gnnbench report` writes it too: reports/<sweep id>
         # in the working directory (beside the default store, sqlite:///mlflow.db)
         report_dir = Path("reports").resolve() / sweep_id
@@ -277,14 +297,19 @@ class SweepCallback(Callback):
 
     def close(self, interrupted: bool = False) -> None:
         """Close the parent once (also called when a job escaped and Hydra skipped the end hook);
-        a sweep stopped by SIGINT / SIGTERM ends KILLED."""
-        parent = os.environ.pop(PARENT_ENV, None)
-        sweep_id = os.environ.pop(SWEEP_ENV, None)
-        if self.tracker is None or parent is None:
+        a sweep stopped by SIGINT / SIGTERM ends KILLED. A store lost on the way is one line."""
+        identity, self.identity = self.identity, None
+        if self.tracker is None or identity is None:
             return
-        self.failures, counts = self.tracker.close_parent(
-            parent, sweep_id, self.started_ms, interrupted
-        )
+        sweep_id = identity.sweep_id
+        try:
+            self.failures, counts = self.tracker.close_parent(
+                identity.parent_run_id, sweep_id, self.started_ms, interrupted
+            )
+        except Exception as exc:
+            self.failures = [f"parent run {identity.parent_run_id} not closed: {one_line(exc)}"]
+            self.summary = f"sweep {sweep_id}: not closed (resume it with the same command)"
+            return
         report = "not written"
         try:  # the report is a reading aid: its failure must not change the sweep's outcome
             from gnnbench.track.report import report_sweep
@@ -294,6 +319,15 @@ class SweepCallback(Callback):
             log.warning("sweep report not written: %s", exc)
         self.summary = f"sweep {sweep_id}: {counts}; report: {report}"
         log.info(self.summary)
+
+
+def _hand_to_jobs(config, identity: SweepIdentity) -> None:
+    """Append `tracking.sweep={...}` to the overrides every job of the sweep is composed from."""
+    from omegaconf import read_write
+
+    task = config.hydra.overrides.task
+    with read_write(task):
+        task.append(identity.as_override())
 
 
 # The sweeps opened in this (launching) process; __main__ closes any that Hydra left open and

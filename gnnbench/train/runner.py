@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 
@@ -21,9 +22,20 @@ from gnnbench.train.spec import Job, TrainSpec
 
 def _check_dataset(store: GraphStore) -> None:
     if not store.has_features:
-        raise DataError(f"{store.path}: no node features to train on (use train=none)")
+        raise DataError(
+            f"{store.path}: no node features to train on (set dataset.features=degree, onehot, random or embedding; or train=none)"
+        )
     if store.num_classes < 1:
         raise DataError(f"{store.path}: no labels to train on (use train=none)")
+
+
+def with_input_table(spec: TrainSpec, store: GraphStore) -> TrainSpec:
+    """The spec, its model given a learnable input table of the graph's nodes where the store's
+    features are node ids (dataset.features=embedding, gnnbench/data/input_features.py)."""
+    if store.meta.get("input_features") != "embedding":
+        return spec
+    model = dataclasses.replace(spec.model, input_nodes=store.num_nodes)
+    return dataclasses.replace(spec, model=model)
 
 
 def _check_model(spec: TrainSpec, in_dim: int, out_dim: int) -> None:
@@ -74,6 +86,7 @@ def run_training(*, store_path: Path, book_path: Path | None, spec: TrainSpec) -
     """
     store = GraphStore(Path(store_path))
     _check_dataset(store)
+    spec = with_input_table(spec, store)
     _check_model(spec, store.feature_dim, store.num_classes)
     if partitioned(spec) and book_path is None:
         raise ConfigError(f"train.mode={spec.mode}: needs a partition book (book_path is None)")

@@ -79,12 +79,16 @@ class ModelSpec:
     hidden: int
     dropout: float
     heads: int | None
+    # rows of a learnable input table (dataset.features=embedding): set from the graph by the
+    # runner (with_input_table), never configured
+    input_nodes: int | None = None
 
     @classmethod
     def from_config(cls, model: Mapping[str, Any]) -> ModelSpec:
         """Validate the keys (the model's builder validates the values, once, on the meta device)."""
-        _check_keys("model", model, _valid_keys(cls), OPTIONAL_MODEL_KEYS)
-        return cls(**{key: model.get(key) for key in _valid_keys(cls)})
+        keys = _valid_keys(cls, excluded=("input_nodes",))
+        _check_keys("model", model, keys, OPTIONAL_MODEL_KEYS)
+        return cls(**{key: model.get(key) for key in keys})
 
     def as_config(self) -> dict[str, Any]:
         """The mapping the model registry's builders read."""

@@ -131,7 +131,8 @@ def node_labels(value: Any, column: object, path: Path, key: str) -> tuple[np.nd
                 f"dataset.labels_column: '{key}' of {path} is a {array.shape} table, not a 0/1"
                 " multi-label matrix; choose its label column (0-based)"
             )
-        return array.astype(np.uint8), True
+        # C order: loadmat's (and a csc matrix's) Fortran order cannot be mapped by rows
+        return np.ascontiguousarray(array, dtype=np.uint8), True
     if array.ndim != 1 or not np.issubdtype(array.dtype, np.number):
         raise DataError(
             f"{path}: '{key}' must be numeric labels, found {array.dtype} {array.shape}"

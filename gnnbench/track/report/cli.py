@@ -45,7 +45,6 @@ def report_sweep(
     """Write report.md, report.csv and the plots of a sweep (the latest if sweep_id is None) to
     out_dir (default reports/<sweep_id>), log them under `report/` on the parent run, and return
     the path of report.md."""
-    from gnnbench.track.mlflow_run import retrying
 
     sweep = load_sweep(tracking_uri, experiment, sweep_id)
     out_dir = Path(out_dir) if out_dir is not None else Path("reports") / sweep.sweep_id
@@ -68,7 +67,7 @@ def report_sweep(
     if log_artifacts:
         client = open_store(tracking_uri)
         for path in (md_path, csv_path, *written):
-            retrying(client.log_artifact, sweep.parent_run_id, str(path), artifact_path="report")
+            client.log_artifact(sweep.parent_run_id, str(path), artifact_path="report")
     return md_path
 
 

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from gnnbench.errors import GnnbenchError
 from gnnbench.track.mlflow_run import HEADLINE_METRICS
+from gnnbench.track.store import HOST_TAG
 
 # On a job's run: the run keys earlier versions gave the same job, comma-separated (run_keys)
 ALIASES_TAG = "run_key_aliases"
@@ -31,6 +32,9 @@ AXES = (
 )
 SWEEP_METRICS = HEADLINE_METRICS
 ROLE_TAG = "gnnbench.role"
+# The host a job ran on (its `gnnbench.host` tag): the first axis of a sweep spanning machines,
+# so the report groups its rows by machine.
+MACHINE = "machine"
 
 
 @dataclass
@@ -51,19 +55,18 @@ def open_store(tracking_uri: str) -> MlflowClient:
     """A client of an existing store (MLflow would create an empty SQLite file for a wrong path)."""
     import mlflow
 
-    from gnnbench.track.store import sqlite_path
+    from gnnbench.track.store import check_store, sqlite_path, with_busy_timeout
 
     path = sqlite_path(tracking_uri)
     if path is not None and not path.is_file():
         raise GnnbenchError(f"{tracking_uri}: no MLflow store at {path.resolve()}")
-    return mlflow.MlflowClient(tracking_uri=tracking_uri)
+    check_store(tracking_uri)  # a server that answers; a file that is an MLflow store
+    return mlflow.MlflowClient(tracking_uri=with_busy_timeout(tracking_uri))
 
 
 def find_experiment(client, experiment: str, tracking_uri: str) -> str:
     """The id of the named experiment; a one-line error naming the store when it is absent."""
-    from gnnbench.track.mlflow_run import retrying
-
-    found = retrying(client.get_experiment_by_name, experiment)
+    found = client.get_experiment_by_name(experiment)
     if found is None:
         raise GnnbenchError(f"no experiment '{experiment}' in {tracking_uri}")
     return found.experiment_id
@@ -73,13 +76,10 @@ def search_runs(
     client, experiment_id: str, filter_string: str, max_results: int | None = None
 ) -> list:
     """Every run matching the filter, newest first (MLflow pages at 1000 runs)."""
-    from gnnbench.track.mlflow_run import retrying
-
     runs: list = []
     token = None
     while True:
-        page = retrying(
-            client.search_runs,
+        page = client.search_runs(
             [experiment_id],
             filter_string=filter_string,
             order_by=["attributes.start_time DESC"],
@@ -147,14 +147,13 @@ def skipped_runs(client, parent) -> list:
     `skipped.<run_key>` on the parent); a run deleted since is left out."""
     from mlflow.exceptions import MlflowException
 
-    from gnnbench.track.mlflow_run import retrying
     from gnnbench.track.sweep import SKIPPED_TAG
 
     found = []
     for tag, run_id in parent.data.tags.items():
         if tag.startswith(SKIPPED_TAG):
             try:
-                found.append(retrying(client.get_run, run_id))
+                found.append(client.get_run(run_id))
             except MlflowException:
                 continue
     return found
@@ -163,6 +162,7 @@ def skipped_runs(client, parent) -> list:
 def run_row(run, metrics: Sequence[str] = SWEEP_METRICS) -> dict:
     """A job as a flat row: run id, status, axes (param text), metrics (None if absent), error."""
     row: dict[str, Any] = {"run_id": run.info.run_id, "status": run.info.status}
+    row[MACHINE] = run.data.tags.get(HOST_TAG)
     row.update({axis: run.data.params.get(axis) for axis in AXES})
     row.update({metric: run.data.metrics.get(metric) for metric in metrics})
     error = run.data.tags.get("error")
@@ -201,7 +201,7 @@ def load_sweep(
     outside = {run.info.run_id for run in others}
     for row in rows:
         row["skipped"] = row["run_id"] in outside
-    axes = swept_axes(rows)
+    axes = swept_axes(rows, (MACHINE, *AXES))
     rows.sort(key=lambda row: tuple(sort_key(row.get(axis)) for axis in axes))
     return Sweep(
         sweep_id=sweep_id,

@@ -13,6 +13,7 @@ from gnnbench.atomic import atomic_write_bytes
 from gnnbench.track.report.plots import PLOTS, Plot
 from gnnbench.track.report.query import (
     AXES,
+    MACHINE,
     ROLE_TAG,
     SWEEP_METRICS,
     Sweep,
@@ -90,7 +91,16 @@ def table(sweep: Sweep) -> tuple[list[dict], list[str]]:
     return sweep.rows, columns
 
 
-CSV_COLUMNS = ("run_id", "status", *AXES, *SWEEP_METRICS, "balance_violation", "error", "skipped")
+CSV_COLUMNS = (
+    "run_id",
+    "status",
+    MACHINE,
+    *AXES,
+    *SWEEP_METRICS,
+    "balance_violation",
+    "error",
+    "skipped",
+)
 
 
 def report_markdown(sweep: Sweep, plots: dict[str, Plot]) -> str:

@@ -47,8 +47,40 @@ def relu_dropout(h: torch.Tensor, rate: float, training: bool) -> torch.Tensor:
 
 
 def build_model(in_dim: int, out_dim: int, config: Mapping[str, Any]) -> nn.Module:
-    """The registered model named by config.name."""
-    return MODELS.get(str(config["name"]))(in_dim, out_dim, config)
+    """The registered model named by config.name; with config.input_nodes, behind a learnable
+    input table (EmbeddingInput) whose rows are as wide as its hidden layers."""
+    builder = MODELS.get(str(config["name"]))
+    rows = config.get("input_nodes")
+    if rows is None:
+        return builder(in_dim, out_dim, config)
+    width = int(config["hidden"])
+    return EmbeddingInput(int(rows), width, builder(width, out_dim, config))
+
+
+class EmbeddingInput(nn.Module):
+    """A model whose inputs are learnable: x's one column holds node ids (dataset.features=
+    embedding), looked up in `table` before the first layer. The table is part of the model's
+    state_dict, so model and gradient averaging average it with the layers."""
+
+    def __init__(self, rows: int, width: int, inner: nn.Module):
+        super().__init__()
+        self.inner = inner  # built for inputs `width` wide
+        self.table = nn.Embedding(rows, width)
+        self.uses_graph = inner.uses_graph
+
+    @property
+    def num_layers(self) -> int:
+        return self.inner.num_layers
+
+    def embed(self, x: torch.Tensor) -> torch.Tensor:
+        return self.table(x[:, 0].long())
+
+    def forward(self, x: torch.Tensor, blocks: list) -> torch.Tensor:
+        return self.inner(self.embed(x), blocks)
+
+    def layer(self, i: int, h: torch.Tensor, block) -> torch.Tensor:
+        """Layer-wise inference: layer 0 reads the table's rows of the ids in h."""
+        return self.inner.layer(i, self.embed(h) if i == 0 else h, block)
 
 
 class BlockStack(nn.Module):
