@@ -24,6 +24,9 @@ KEYS_ADDED_LATER: dict[str, Any] = {
     "partitioner.chunk_refinement": True,  # grem's
     "partitioner.grid_dims": 2,  # grid's
     "train.optimizer_state": "local",
+    "dataset.feature_dtype": "float32",
+    "dataset.split_fractions": [0.70, 0.15, 0.15],
+    "partitioner.feature_rows": "copy",  # books before it copied feature rows into each partition
 }
 
 

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from gnnbench.data.builder import GraphStoreBuilder
+from gnnbench.data.builder import SPLIT_FRACTIONS, GraphStoreBuilder
 from gnnbench.data.import_measure import measured_import
 from gnnbench.data.spec import DataSpec
 from gnnbench.data.store import FORMAT_VERSION, GraphStore
@@ -23,7 +23,13 @@ from gnnbench.registry import Registry
 SourceFn = Callable[[GraphStoreBuilder, Mapping[str, Any]], None]
 SOURCES: Registry[SourceFn] = Registry("dataset source", "gnnbench.data.sources", "dataset.source")
 IMPORT_ONLY_KEYS = ("import_memory_gb",)  # how the store is built, not what it holds
-IMPORT_DEFAULTS = {"nonfinite": "error"}
+# Keys whose value here builds what stores built before the key existed: left out of the cache key
+# at that value, so adding them to a config keeps its store.
+IMPORT_DEFAULTS = {
+    "nonfinite": "error",
+    "feature_dtype": "float32",
+    "split_fractions": [0.70, 0.15, 0.15],
+}
 
 
 def raw_path(dataset: Mapping[str, Any], key: str = "path") -> Path:
@@ -104,6 +110,8 @@ def prepare_dataset(dataset: DataSpec | Mapping[str, Any]) -> GraphStore:
             normalize_features=bool(dataset.get("normalize_features", False)),
             nonfinite=dataset.get("nonfinite", "error"),
             import_memory_gb=import_memory_gb(dataset),
+            feature_dtype=dataset.get("feature_dtype", "float32"),
+            split_fractions=dataset.get("split_fractions", SPLIT_FRACTIONS),
         ) as builder:
             with measured_import(builder.tmp / "import.memray") as figures:
                 source(builder, dataset)

@@ -1,7 +1,7 @@
 """GraphStore: one prepared dataset on disk, read in bounded memory.
 
 Layout (DESIGN.md): meta.json, edges.bin (E, 2) little-endian ids, degree.npy, feat.npy (N, F)
-float32, label.npy, split.npz. Edges are read through `EdgeStream`, which maps one fixed-size window
+float32 or float16 (dataset.feature_dtype), label.npy, split.npz. Edges are read through `EdgeStream`, which maps one fixed-size window
 of the file per chunk: a memory profiler then sees only the chunk, not the whole file, which is what
 a streaming partitioner really holds.
 """
@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from gnnbench.data.features import FeatureRows
 from gnnbench.errors import DataError
 
 # Bump when an import's output changes (labels remapped to 0..C-1, NaN checks: version 2), so
@@ -189,9 +190,9 @@ class GraphStore:
     def feature_layout(self) -> NpyLayout | None:
         return NpyLayout.read(self.path / "feat.npy") if self.has_features else None
 
-    def features(self) -> np.ndarray:
-        """All features as a read-only memory map (for in-memory consumers: training, baselines)."""
-        return np.load(self.path / "feat.npy", mmap_mode="r")
+    def features(self) -> FeatureRows:
+        """The (N, F) features read through a memory map: `features[ids]` gathers float32 rows."""
+        return FeatureRows(self.path / "feat.npy")
 
     def labels(self) -> np.ndarray | None:
         path = self.path / "label.npy"

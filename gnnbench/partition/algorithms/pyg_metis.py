@@ -30,7 +30,7 @@ def load_pyg_data(store: GraphStore):
     del edges
     data = Data(edge_index=edge_index, num_nodes=store.num_nodes)
     if store.has_features:
-        data.x = torch.from_numpy(np.array(store.features()))  # read into memory, as PyG does
+        data.x = torch.from_numpy(store.features()[:])  # read into memory, as PyG does
     labels = store.labels()
     if labels is not None:
         data.y = torch.from_numpy(labels)
