@@ -20,7 +20,8 @@ class BaselineUnavailable(GnnbenchError):
 
 
 class OutOfMemory(GnnbenchError):
-    """The partition step ran out of memory; `metrics` holds the peak it reached, to be logged."""
+    """A step (import, partition, partition loading) ran out of memory; `metrics` holds the peak
+    it reached where it was measured, to be logged."""
 
     def __init__(self, message: str, metrics: dict[str, float] | None = None):
         super().__init__(message)

@@ -13,10 +13,11 @@ from pathlib import Path
 from typing import Any
 
 from gnnbench.data.builder import SPLIT_FRACTIONS, GraphStoreBuilder
+from gnnbench.data.import_checks import available_memory, gib
 from gnnbench.data.import_measure import measured_import
 from gnnbench.data.spec import DataSpec
 from gnnbench.data.store import FORMAT_VERSION, GraphStore
-from gnnbench.errors import ConfigError, DataError
+from gnnbench.errors import ConfigError, DataError, OutOfMemory
 from gnnbench.paths import gnnbench_home, raw_dir
 from gnnbench.registry import Registry
 
@@ -88,6 +89,12 @@ def import_memory_gb(dataset: Mapping[str, Any]) -> float:
     return budget
 
 
+def first_line(exc: BaseException) -> str:
+    """An exception's message on one line (numpy's MemoryError names the array it wanted)."""
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
 def store_path(dataset: Mapping[str, Any]) -> Path:
     return gnnbench_home() / "graphs" / f"{dataset['name']}-{dataset_key(dataset)}"
 
@@ -100,21 +107,31 @@ def prepare_dataset(dataset: DataSpec | Mapping[str, Any]) -> GraphStore:
     source = SOURCES.get(spec.source)
     dest = store_path(dataset)
     if not (dest / "meta.json").is_file():
-        # The split of a source without one is part of the dataset, not of the run's seed.
-        split_seed = int(dataset.get("split_seed", 0))
-        with GraphStoreBuilder(
-            dest,
-            str(dataset["name"]),
-            str(dataset["source"]),
-            split_seed,
-            normalize_features=bool(dataset.get("normalize_features", False)),
-            nonfinite=dataset.get("nonfinite", "error"),
-            import_memory_gb=import_memory_gb(dataset),
-            feature_dtype=dataset.get("feature_dtype", "float32"),
-            split_fractions=dataset.get("split_fractions", SPLIT_FRACTIONS),
-        ) as builder:
-            with measured_import(builder.tmp / "import.memray") as figures:
-                source(builder, dataset)
-                builder.finish()
-            builder.record_meta(**figures)
+        try:
+            _import(dest, dataset, source)
+        except MemoryError as exc:  # the builder has removed what it wrote
+            raise OutOfMemory(
+                f"{dest.parent}: out of memory importing dataset {dataset['name']} "
+                f"({first_line(exc)}; {gib(available_memory())} available)"
+            ) from None
     return GraphStore(dest)
+
+
+def _import(dest: Path, dataset: dict[str, Any], source: SourceFn) -> None:
+    """Run the source into a builder at `dest`, measured; nothing stays behind if it fails."""
+    # The split of a source without one is part of the dataset, not of the run's seed.
+    with GraphStoreBuilder(
+        dest,
+        str(dataset["name"]),
+        str(dataset["source"]),
+        int(dataset.get("split_seed", 0)),
+        normalize_features=bool(dataset.get("normalize_features", False)),
+        nonfinite=dataset.get("nonfinite", "error"),
+        import_memory_gb=import_memory_gb(dataset),
+        feature_dtype=dataset.get("feature_dtype", "float32"),
+        split_fractions=dataset.get("split_fractions", SPLIT_FRACTIONS),
+    ) as builder:
+        with measured_import(builder.tmp / "import.memray") as figures:
+            source(builder, dataset)
+            builder.finish()
+        builder.record_meta(**figures)

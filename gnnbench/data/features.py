@@ -2,8 +2,8 @@
 
 A store keeps its (N, F) features in feat.npy as float32 or, with `dataset.feature_dtype=float16`,
 at half the disk (models still compute in float32, as DGL users do for Papers100M). Readers get a
-`FeatureRows`: `rows[ids]` gathers the rows of an int index array through a memory map and returns
-them as float32, so neither the store's nor a partition's file is ever read whole into memory. A
+`FeatureRows`: `rows[ids]` gathers the rows of an int index array through memory-mapped windows
+of the file and returns them as float32, so neither the store's nor a partition's file is ever read whole into memory. A
 partition whose book shares the store's features (`partitioner.feature_rows=shared`) reads them
 through its `nodes.npy`: local id -> global id -> a row of the store's feat.npy.
 
@@ -23,6 +23,11 @@ import numpy as np
 from gnnbench.errors import ConfigError, DataError
 
 FEATURE_DTYPES = ("float32", "float16")
+# Rows are gathered through one mapped window of the file at a time, unmapped before the next:
+# a page fault may map a whole large folio of the page cache (~0.7 MB per random row measured on
+# ext4, Linux 6.18), so a mapping of the whole file would count most of it in the reader's
+# resident size after one large random batch. A window bounds that to its own size.
+WINDOW_BYTES = 64 << 20
 
 
 def feature_dtype_of(value: object) -> np.dtype:
@@ -36,57 +41,66 @@ def feature_dtype_of(value: object) -> np.dtype:
 
 
 class FeatureRows:
-    """Read-only (N, F) feature rows of a .npy file, gathered as float32 through a memory map.
+    """Read-only (N, F) feature rows of a .npy file, gathered as float32 through memory maps.
 
     `global_ids` (optional): row i of this view is row global_ids[i] of the file (a partition
     sharing the store's features). Training uses `rows[ids]` (an int array), `.shape` and
-    `len()`; `.dtype` is float32, what the rows come out as.
+    `len()`; `.dtype` is float32, what the rows come out as. Memory: the rows gathered, their
+    order (16 bytes per row), and one mapped window of at most WINDOW_BYTES.
     """
 
     dtype = np.dtype(np.float32)
 
     def __init__(self, path: Path, global_ids: np.ndarray | None = None):
+        from gnnbench.data.store import NpyLayout  # the store's features are FeatureRows
+
         self.path = Path(path)
-        try:
-            self._file = np.load(self.path, mmap_mode="r")
-        except FileNotFoundError:
-            raise DataError(f"{self.path}: file not found") from None
-        except ValueError as exc:
-            raise DataError(f"{self.path}: not a valid .npy file ({exc})") from None
-        if self._file.ndim != 2 or self._file.dtype.kind != "f":
+        self.layout = NpyLayout.read(self.path)
+        if len(self.layout.shape) != 2 or self.layout.dtype.kind != "f":
             raise DataError(
-                f"{self.path}: expected a 2-D float feature array, found {self._file.dtype} "
-                f"of shape {self._file.shape}"
+                f"{self.path}: expected a 2-D float feature array, found {self.layout.dtype} "
+                f"of shape {self.layout.shape}"
             )
         self.global_ids = global_ids
-        rows = self._file.shape[0] if global_ids is None else len(global_ids)
-        self.shape = (int(rows), int(self._file.shape[1]))
+        rows = self.layout.shape[0] if global_ids is None else len(global_ids)
+        self.shape = (int(rows), int(self.layout.shape[1]))
 
     @property
     def stored_dtype(self) -> np.dtype:
-        return self._file.dtype
+        return self.layout.dtype
 
     def __len__(self) -> int:
         return self.shape[0]
 
     def __getitem__(self, index) -> np.ndarray:
         """Rows `index` (an int array, an int or a slice; a tuple indexes the rows' columns too)
-        as float32; only the pages of those rows are read."""
+        as float32; only the pages of those rows are read, a window at a time."""
         rows, columns = (index[0], index[1:]) if isinstance(index, tuple) else (index, ())
-        if isinstance(rows, slice) and self.global_ids is None:
-            gathered = self._file[rows]
-        else:
-            if isinstance(rows, slice):
-                rows = np.arange(*rows.indices(len(self)))
-            rows = np.asarray(rows)
-            gathered = self._file[rows if self.global_ids is None else self.global_ids[rows]]
-        gathered = np.asarray(gathered, dtype=np.float32)
+        if isinstance(rows, slice):
+            rows = np.arange(*rows.indices(len(self)))
+        rows = np.asarray(rows)
+        wanted = np.arange(len(self))[rows] if rows.dtype == bool else rows
+        file_rows = wanted if self.global_ids is None else self.global_ids[wanted]
+        gathered = self._gather(np.atleast_1d(file_rows)).reshape(*np.shape(file_rows), -1)
         return gathered[(slice(None),) * (gathered.ndim - 1) + columns] if columns else gathered
+
+    def _gather(self, file_rows: np.ndarray) -> np.ndarray:
+        order = np.argsort(file_rows, kind="stable")
+        out = np.empty((len(file_rows), self.shape[1]), dtype=np.float32)
+        position = 0
+        for block in self.layout.iter_rows_of(file_rows[order], WINDOW_BYTES):
+            out[order[position : position + len(block)]] = block
+            position += len(block)
+        return out
 
     def __array__(self, dtype=None, copy=None) -> np.ndarray:
         """Every row in memory: for in-memory consumers (PyG's METIS, baselines, small graphs)."""
         rows = self[:]
         return rows if dtype is None else rows.astype(dtype, copy=False)
+
+    def __reduce__(self):
+        """Pickled as its path (and ids), never as the rows of the file."""
+        return (type(self), (self.path, self.global_ids))
 
     def __repr__(self) -> str:
         shared = "" if self.global_ids is None else ", by global id"

@@ -50,9 +50,15 @@ def check_node_memory(num_nodes: int, origin: str) -> None:
         )
 
 
+def free_disk_bytes(directory: Path) -> int:
+    """Bytes free for this process on the file system holding `directory`."""
+    return shutil.disk_usage(directory).free
+
+
 def check_disk_space(directory: Path, needed: int, what: str) -> None:
-    """Refuse to start writing `what` when the file system has less than `needed` bytes free."""
-    free = shutil.disk_usage(directory).free
+    """Refuse to start writing `what` when the file system has less than `needed` bytes free
+    (the import's files, the synthetic graph, the GNN-ready step's partitions)."""
+    free = free_disk_bytes(directory)
     if needed > free:
         raise DataError(
             f"{Path(directory).parent}: not enough disk space for {what} "

@@ -12,11 +12,14 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from gnnbench.data.features import FeatureRows
 from gnnbench.errors import DataError
+
+if TYPE_CHECKING:
+    from gnnbench.data.features import FeatureRows
 
 # Bump when an import's output changes (labels remapped to 0..C-1, NaN checks: version 2), so
 # stores prepared by older code are prepared again, not reused.
@@ -191,7 +194,9 @@ class GraphStore:
         return NpyLayout.read(self.path / "feat.npy") if self.has_features else None
 
     def features(self) -> FeatureRows:
-        """The (N, F) features read through a memory map: `features[ids]` gathers float32 rows."""
+        """The (N, F) features read through memory maps: `features[ids]` gathers float32 rows."""
+        from gnnbench.data.features import FeatureRows
+
         return FeatureRows(self.path / "feat.npy")
 
     def labels(self) -> np.ndarray | None:
