@@ -310,3 +310,49 @@ def test_copy_shared_and_float16_train_alike(name, gnnbench_home):
     assert losses[1] == losses[0]
     assert abs(half.test_f1_micro - copy.test_f1_micro) <= 0.005, (half, copy)
     print(f"{name}: test F1 {copy.test_f1_micro:.4f} (float32), {half.test_f1_micro:.4f} (float16)")
+
+
+def test_papers_scale_composes_to_a_papers100m_shaped_job():
+    """100 M nodes, 1e9 raw edges, 128 float16 features, 172 classes, Papers100M's split, shared
+    books; the import's up-front disk check asks for the 49.6 GB README states."""
+    from hydra import compose, initialize_config_dir
+
+    from gnnbench.data.sources.synthetic import SbmParams, disk_bytes
+    from gnnbench.data.spec import DataSpec
+
+    with initialize_config_dir(config_dir=str(REPO_ROOT / "conf"), version_base=None):
+        cfg = compose("config", overrides=["experiment=papers_scale"], return_hydra_config=True)
+    DataSpec.from_config(cfg.dataset)
+    params = SbmParams.from_config(cfg.dataset)
+    assert params.num_raw_edges == 1_000_000_000 and params.num_nodes == 100_000_000
+    assert (params.feature_dim, params.num_classes) == (128, 172)
+    assert cfg.dataset.feature_dtype == "float16" and list(cfg.dataset.split_fractions) == [
+        0.011,
+        0.001,
+        0.002,
+    ]
+    assert PartitionSpec.from_config(cfg.partitioner).feature_rows == "shared"
+    assert (cfg.p, cfg.num_gpus, cfg.train.mode, cfg.train.epochs) == (16, 2, "model_avg", 1)
+    assert (cfg.model.name, cfg.model.layers, list(cfg.train.fanouts)) == ("sage", 2, [15, 10])
+    assert cfg.hydra.sweeper.params.partitioner.split(",") == ["spring", "ldg"]
+    assert disk_bytes(params, np.dtype(np.float16)) == 49_600_000_000
+
+
+def test_the_new_keys_at_their_older_values_keep_run_keys():
+    """dataset.feature_dtype=float32, the 70/15/15 split and copied rows are what every run
+    before these keys computed: such a job keeps its run key; float16 or shared rows do not."""
+    from test_run_key import BASE
+
+    from gnnbench.track.sweep import run_key
+
+    older = {**BASE, "train": {"mode": "model_avg"}}
+    dataset = {"name": "cora", "feature_dtype": "float32", "split_fractions": [0.70, 0.15, 0.15]}
+    newer = {**older, "dataset": dataset, "partitioner": {"name": "spring", "feature_rows": "copy"}}
+    assert run_key(newer) == run_key(older)
+    for section, key, value in (
+        ("dataset", "feature_dtype", "float16"),
+        ("dataset", "split_fractions", [0.011, 0.001, 0.002]),
+        ("partitioner", "feature_rows", "shared"),
+    ):
+        changed = {**newer, section: {**newer[section], key: value}}
+        assert run_key(changed) != run_key(older), key

@@ -76,15 +76,26 @@ class NpyLayout:
     def row_bytes(self) -> int:
         return int(np.prod(self.shape[1:], dtype=np.int64)) * self.dtype.itemsize
 
-    def window(self, start: int, stop: int) -> np.ndarray:
-        """Rows [start, stop) as a read-only memory map of just that range."""
+    def window(self, start: int, stop: int, mode: str = "r") -> np.ndarray:
+        """Rows [start, stop) as a memory map of just that range (read-only unless `mode`)."""
         return np.memmap(
             self.path,
             dtype=self.dtype,
-            mode="r",
+            mode=mode,
             offset=self.offset + start * self.row_bytes,
             shape=(stop - start, *self.shape[1:]),
         )
+
+    def row_blocks(self, max_bytes: int, mode: str = "r") -> Iterator[np.ndarray]:
+        """Every row, in order, as memory maps of at most `max_bytes` each, each unmapped before
+        the next: a scan of the file never holds more than one block's pages."""
+        step = max(1, max_bytes // max(1, self.row_bytes))
+        for start in range(0, self.shape[0], step):
+            block = self.window(start, min(self.shape[0], start + step), mode)
+            yield block
+            if mode != "r":
+                block.flush()
+            del block
 
     def iter_rows_of(
         self, rows: np.ndarray, max_bytes: int = _WINDOW_BYTES

@@ -235,14 +235,23 @@ def edge_chunk(
 def write_features(
     builder: GraphStoreBuilder, rng: np.random.Generator, labels: np.ndarray, params: SbmParams
 ) -> None:
-    """Class mean (a random unit vector) + N(0, feature_noise²) per coordinate, in row chunks."""
+    """Class mean (a random unit vector) + N(0, feature_noise²) per coordinate, in row chunks.
+
+    The noise is drawn a 64 MB chunk at a time (the draws, hence the bytes, as ever); the float64
+    sums are formed and written an eighth of a chunk at a time, so the temporaries stay near
+    100 MB whatever N.
+    """
     means = rng.standard_normal((params.num_classes, params.feature_dim))
     means /= np.linalg.norm(means, axis=1, keepdims=True)
     out = builder.open_features(params.num_nodes, params.feature_dim)
     step = row_chunk(params.feature_dim)
+    block = max(1, step // 8)
     for start in range(0, params.num_nodes, step):
         rows = labels[start : start + step]
         noise = rng.standard_normal((len(rows), params.feature_dim), dtype=np.float32)
-        out[start : start + step] = means[rows] + params.feature_noise * noise
+        for low in range(0, len(rows), block):
+            high = min(len(rows), low + block)
+            sums = means[rows[low:high]] + params.feature_noise * noise[low:high]
+            out[start + low : start + high] = sums
     out.flush()
     del out
