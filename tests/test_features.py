@@ -239,13 +239,13 @@ def run_capped(script: str) -> dict:
 
 @pytest.mark.fault("memory: RLIMIT_AS reached while the synthetic features are generated")
 def test_feature_generation_under_a_memory_cap_fails_in_one_line(gnnbench_home):
-    """The edges fit; a row block of 8192 features (~330 MB of temporaries) does not."""
+    """The edges of 20 k nodes fit in 48 MB more; a 64 MB chunk of feature noise does not."""
     config = synthetic(num_nodes=20000, feature_dim=8192, avg_degree=4)
     result = run_capped(
         f"""
         from gnnbench.data.datasets import prepare_dataset
         prepare_dataset({synthetic(name="warm")!r})  # numba, memray: loaded before the cap
-        cap(200)
+        cap(48)
         sys.exit(report(lambda: prepare_dataset({config!r})))
         """
     )
