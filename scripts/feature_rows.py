@@ -5,8 +5,9 @@
 Prepares the contextual DC-SBM (mean degree 10) with and without features (the import's heap
 peak shows whether the features streamed), builds an LDG book that copies the feature rows and
 one that shares the store's, and prints for each: the GNN-ready step's time, the book's bytes on
-disk, and the time to gather the features of random training batches (the rows a 2-layer
-GraphSAGE batch reads) through `PartitionBook.load(i).features`. Timings depend on the machine's
+disk, and the time to gather the features of random batches of rows (--batch-rows, about what a
+2-layer GraphSAGE batch of 512 seeds with fanouts 25, 10 reads) through
+`PartitionBook.load(i).features`. Timings depend on the machine's
 load: the line printed first says what it was.
 """
 

@@ -3,8 +3,8 @@
 A store keeps its (N, F) features in feat.npy as float32 or, with `dataset.feature_dtype=float16`,
 at half the disk (models still compute in float32, as DGL users do for Papers100M). Readers get a
 `FeatureRows`: `rows[ids]` gathers the rows of an int index array through memory-mapped windows
-of the file and returns them as float32, so neither the store's nor a partition's file is ever read whole into memory. A
-partition whose book shares the store's features (`partitioner.feature_rows=shared`) reads them
+of the file and returns them as float32, so neither the store's nor a partition's file is ever
+read whole into memory. A partition whose book shares the store's features (`partitioner.feature_rows=shared`) reads them
 through its `nodes.npy`: local id -> global id -> a row of the store's feat.npy.
 
 Writers fill the file a row block at a time through `FeatureFile`, with ordinary writes rather
