@@ -142,6 +142,9 @@ def pretend_free(monkeypatch, free: int) -> None:
 
 @pytest.mark.fault("disk: too little free for the synthetic graph's features")
 def test_feature_generation_refuses_a_full_disk_in_one_line(gnnbench_home, monkeypatch):
+    """10 MB free for a graph whose rows alone need 20.5 MB: one DataError line naming the graphs
+    directory, the bytes needed and the bytes free, before anything is generated; nothing left.
+    The same graph in float16 passes with room."""
     pretend_free(monkeypatch, 10 << 20)
     config = synthetic(num_nodes=20000, feature_dim=256)  # 20.5 MB of float32 rows
     with pytest.raises(DataError) as raised:
