@@ -51,6 +51,12 @@ class Interrupted(KeyboardInterrupt):
         return 128 + self.signum
 
 
+def first_line(exc: BaseException) -> str:
+    """An exception's message on one line (numpy's MemoryError names the array it wanted)."""
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
 def error_record(exc: GnnbenchError) -> dict:
     """What a child process writes so that its parent can raise the same error (`from_record`)."""
     return {"type": type(exc).__name__, "message": str(exc), "metrics": getattr(exc, "metrics", {})}

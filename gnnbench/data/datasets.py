@@ -17,7 +17,7 @@ from gnnbench.data.import_checks import available_memory, gib
 from gnnbench.data.import_measure import measured_import
 from gnnbench.data.spec import DataSpec
 from gnnbench.data.store import FORMAT_VERSION, GraphStore
-from gnnbench.errors import ConfigError, DataError, OutOfMemory
+from gnnbench.errors import ConfigError, DataError, OutOfMemory, first_line
 from gnnbench.paths import gnnbench_home, raw_dir
 from gnnbench.registry import Registry
 
@@ -87,12 +87,6 @@ def import_memory_gb(dataset: Mapping[str, Any]) -> float:
             f"dataset.import_memory_gb: expected a positive size in GB, got {value!r}"
         )
     return budget
-
-
-def first_line(exc: BaseException) -> str:
-    """An exception's message on one line (numpy's MemoryError names the array it wanted)."""
-    text = str(exc).strip().splitlines()
-    return text[0] if text else type(exc).__name__
 
 
 def store_path(dataset: Mapping[str, Any]) -> Path:

@@ -22,7 +22,7 @@ import numpy as np
 
 from gnnbench.data.features import FeatureRows
 from gnnbench.data.store import read_json
-from gnnbench.errors import DataError, OutOfMemory
+from gnnbench.errors import DataError, OutOfMemory, first_line
 from gnnbench.paths import gnnbench_home
 
 if TYPE_CHECKING:
@@ -144,8 +144,10 @@ class PartitionBook:
                 name: np.load(part / f"{name}.npy")
                 for name in ("nodes", "indptr", "indices", "label")
             }
-        except MemoryError:
-            raise OutOfMemory(f"{part}: out of memory loading partition {i}") from None
+        except MemoryError as exc:
+            raise OutOfMemory(
+                f"{part}: out of memory loading partition {i} ({first_line(exc)})"
+            ) from None
         except (OSError, ValueError, EOFError, KeyError) as exc:
             raise DataError(f"{part}: unreadable partition file ({exc})") from None
         return LocalPartition(
