@@ -20,7 +20,8 @@ class BaselineUnavailable(GnnbenchError):
 
 
 class OutOfMemory(GnnbenchError):
-    """The partition step ran out of memory; `metrics` holds the peak it reached, to be logged."""
+    """A step (import, partition, partition loading) ran out of memory; `metrics` holds the peak
+    it reached where it was measured, to be logged."""
 
     def __init__(self, message: str, metrics: dict[str, float] | None = None):
         super().__init__(message)
@@ -53,6 +54,12 @@ class Interrupted(KeyboardInterrupt):
     @property
     def exit_status(self) -> int:
         return 128 + self.signum
+
+
+def first_line(exc: BaseException) -> str:
+    """An exception's message on one line (numpy's MemoryError names the array it wanted)."""
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
 
 
 def error_record(exc: GnnbenchError) -> dict:

@@ -25,6 +25,9 @@ KEYS_ADDED_LATER: dict[str, Any] = {
     "partitioner.grid_dims": 2,  # grid's
     "train.optimizer_state": "local",
     "dataset.features": "none",
+    "dataset.feature_dtype": "float32",
+    "dataset.split_fractions": [0.70, 0.15, 0.15],
+    "partitioner.feature_rows": "copy",  # books before it copied feature rows into each partition
 }
 
 

@@ -47,10 +47,9 @@ def store(gnnbench_home):
     return prepare_dataset(SMALL_SYNTHETIC)
 
 
-def _book(store, node_data: bool = True):
-    return run_partition_stage(
-        store, partitioner=PartitionSpec.defaults("spring"), p=4, seed=0, node_data=node_data
-    )
+def _book(store, node_data: bool = True, **keys):
+    spec = PartitionSpec.defaults("spring", **keys)
+    return run_partition_stage(store, partitioner=spec, p=4, seed=0, node_data=node_data)
 
 
 @pytest.mark.fault("cache: truncated owner.npy in a cached book")
@@ -71,13 +70,13 @@ def test_truncated_owner_is_recomputed_not_reused(store, caplog):
 @pytest.mark.fault("cache: a partition file of a full book truncated")
 def test_truncated_partition_file_is_recomputed(store):
     """A truncated part-<i>/feat.npy in a cached full book is found before training uses it."""
-    book, _ = _book(store)
+    book, _ = _book(store, feature_rows="copy")
     feat = book.path / "part-1" / "feat.npy"
     with open(feat, "r+b") as handle:
         handle.truncate(feat.stat().st_size // 2)
     with pytest.raises(DataError, match="truncated"):
         PartitionBook(book.path).verify()
-    again, cached = _book(store)
+    again, cached = _book(store, feature_rows="copy")
     assert not cached and again.load(1).features.shape[0] == again.load(1).nodes.shape[0]
 
 

@@ -14,7 +14,13 @@ from gnnbench.data.spec import DataSpec
 from gnnbench.errors import ConfigError
 from gnnbench.partition.base import PARTITIONERS, vertex_balance_bound
 from gnnbench.partition.book import book_path
-from gnnbench.partition.spec import SHARED_KEYS, PartitionSpec, default_config, own_keys
+from gnnbench.partition.spec import (
+    FEATURE_ROWS,
+    SHARED_KEYS,
+    PartitionSpec,
+    default_config,
+    own_keys,
+)
 from gnnbench.spec import JobSpec
 
 # Book digests of every partitioner's default config before PartitionSpec (commit 2c55586):
@@ -51,11 +57,19 @@ def test_every_partitioner_has_its_keys_in_yaml_only(name):
 
 
 def test_book_keys_unchanged(gnnbench_home):
+    """Books copying their feature rows (all books before partitioner.feature_rows) keep their
+    key; structure-only books have no feature rows, so the default (shared) keeps theirs too."""
     digests = {
-        name: book_path("g", "f", PartitionSpec.defaults(name), 4, 0).name.rsplit("-", 1)[1]
+        name: book_path(
+            "g", "f", PartitionSpec.defaults(name, feature_rows="copy"), 4, 0
+        ).name.rsplit("-", 1)[1]
         for name in BOOK_DIGESTS
     }
     assert digests == BOOK_DIGESTS
+    for name in ("spring", "ldg"):
+        copy, shared = (PartitionSpec.defaults(name, feature_rows=rows) for rows in FEATURE_ROWS)
+        assert book_path("g", "f", copy, 4, 0) != book_path("g", "f", shared, 4, 0)
+        assert book_path("g", "f", copy, 4, 0, False) == book_path("g", "f", shared, 4, 0, False)
 
 
 def test_a_key_added_later_changes_the_book_key_off_its_neutral_value(gnnbench_home):
@@ -67,7 +81,10 @@ def test_a_key_added_later_changes_the_book_key_off_its_neutral_value(gnnbench_h
 
 @pytest.mark.parametrize(
     ("group", "keys"),
-    [("partitioner", SHARED_KEYS), ("dataset", ("nonfinite", "import_memory_gb"))],
+    [
+        ("partitioner", SHARED_KEYS),
+        ("dataset", ("nonfinite", "import_memory_gb", "feature_dtype", "split_fractions")),
+    ],
 )
 def test_shared_keys_live_once_in_the_shared_block(group, keys):
     """conf/config.yaml's block holds them; a group file repeating one would be overridden."""

@@ -3,7 +3,8 @@
 Importers hand over edge chunks in any orientation, with duplicates and self-loops; the builder
 makes them undirected, deduplicated and loop-free, relabels ids to 0..N-1 when the source has no
 fixed node count, keeps the source's first-occurrence order as the stream order, adds a seeded
-70/15/15 split where the source has none, and renames the directory into place only when complete.
+split (`dataset.split_fractions`, 70/15/15 by default) where the source has none, writes features in
+`dataset.feature_dtype`, and renames the directory into place only when complete.
 
 Memory: deduplication sorts 64-bit keys in memory when they fit `import_memory_gb` (~64 bytes per
 raw edge), else goes through bucket files on disk (gnnbench/data/canonical.py) within that bound;
@@ -21,6 +22,7 @@ import numpy as np
 
 from gnnbench.atomic import atomic_directory
 from gnnbench.data.canonical import write_canonical_edges
+from gnnbench.data.features import FeatureFile, feature_dtype_of
 from gnnbench.data.graph_ops import streaming_degree
 from gnnbench.data.import_checks import (
     check_disk_space,
@@ -31,9 +33,9 @@ from gnnbench.data.import_checks import (
     scan_nonfinite,
 )
 from gnnbench.data.store import FORMAT_VERSION, GraphStore, NpyLayout
-from gnnbench.errors import DataError
+from gnnbench.errors import ConfigError, DataError
 
-SPLIT_FRACTIONS = (0.70, 0.15, 0.15)
+SPLIT_FRACTIONS = (0.70, 0.15, 0.15)  # the builder's default; dataset.split_fractions sets it
 
 
 class GraphStoreBuilder:
@@ -52,10 +54,14 @@ class GraphStoreBuilder:
         normalize_features: bool = False,
         nonfinite: str = "error",
         import_memory_gb: float = 2.0,
+        feature_dtype: str = "float32",
+        split_fractions: tuple[float, float, float] = SPLIT_FRACTIONS,
     ):
         self.dest = Path(dest)
         self.import_memory = int(import_memory_gb * 2**30)  # bytes for deduplication
         self.nonfinite = nonfinite_policy(nonfinite)
+        self.feature_dtype = feature_dtype_of(feature_dtype)
+        self.split_fractions = split_fractions_of(split_fractions)
         self._edge_origin: str | None = None
         self.normalize_features = normalize_features
         self.name = name
@@ -67,6 +73,7 @@ class GraphStoreBuilder:
         self._split: dict[str, np.ndarray] | None = None
         self._feature_dim = 0
         self._extra_meta: dict = {}
+        self._after_edges: list = []
         self._atomic = atomic_directory(self.dest)
         self._finished = False
 
@@ -129,28 +136,26 @@ class GraphStoreBuilder:
         self._chunks += 1
 
     def set_features(self, features: np.ndarray) -> None:
-        """Write the (N, F) feature matrix as float32."""
+        """Write the (N, F) feature matrix in `feature_dtype`."""
         features = np.asarray(features)
         if features.ndim != 2:
             raise DataError(f"{self.source}: features must be 2-D, got shape {features.shape}")
-        check_disk_space(self.tmp, features.shape[0] * features.shape[1] * 4, "feat.npy")
-        np.save(self.tmp / "feat.npy", np.ascontiguousarray(features, dtype=np.float32))
-        self._feature_dim = int(features.shape[1])
+        out = self.open_features(*features.shape)
+        out[:] = features
+        out.flush()
 
-    def open_features(self, num_nodes: int, dim: int) -> np.ndarray:
-        """A writable (N, F) float32 memory map for generators that fill features in chunks.
-
-        Its blocks are reserved up front: a full disk under a memory map is a SIGBUS crash, not
-        an error.
-        """
+    def open_features(self, num_nodes: int, dim: int) -> FeatureFile:
+        """The (N, F) feat.npy, its disk reserved, for sources that fill it a row block at a
+        time (`out[start:stop] = rows`, then `out.flush()`)."""
         self._feature_dim = int(dim)
-        check_disk_space(self.tmp, int(num_nodes) * int(dim) * 4, "feat.npy")
-        features = np.lib.format.open_memmap(
-            self.tmp / "feat.npy", mode="w+", dtype=np.float32, shape=(num_nodes, dim)
-        )
-        with open(self.tmp / "feat.npy", "r+b") as handle:
-            os.posix_fallocate(handle.fileno(), 0, os.fstat(handle.fileno()).st_size)
-        return features
+        needed = int(num_nodes) * int(dim) * self.feature_dtype.itemsize
+        check_disk_space(self.tmp, needed, "feat.npy")
+        return FeatureFile(self.tmp / "feat.npy", num_nodes, dim, self.feature_dtype)
+
+    def after_edges(self, write) -> None:
+        """Run `write()` (a generator's feature rows) once the canonical edges are written and
+        the raw edge file is gone: the import's disk peak then never holds both."""
+        self._after_edges.append(write)
 
     def set_labels(self, labels: np.ndarray, multilabel: bool = False) -> None:
         labels = np.asarray(labels)
@@ -182,6 +187,8 @@ class GraphStoreBuilder:
         if not num_edges:
             raise DataError(f"{self._origin()}: no edges after removing self-loops")
         os.remove(self.tmp / "raw_edges.bin")
+        for write in self._after_edges:
+            write()
         self._check_node_arrays(num_nodes)
         if self._feature_dim:
             origin = self._origin(features=True)
@@ -228,8 +235,9 @@ class GraphStoreBuilder:
     def _write_split(self, num_nodes: int) -> None:
         split = self._split
         if split is None:
-            split = seeded_split(num_nodes, self.seed)
-            self._extra_meta["split_rule"] = f"seeded 70/15/15 (seed {self.seed})"
+            split = seeded_split(num_nodes, self.seed, self.split_fractions)
+            shares = "/".join(f"{100 * share:g}" for share in self.split_fractions)
+            self._extra_meta["split_rule"] = f"seeded {shares} (seed {self.seed})"
         for key, ids in split.items():
             if len(ids) and (ids.min() < 0 or ids.max() >= num_nodes):
                 raise DataError(f"{self.source}: {key} split holds ids outside [0, {num_nodes})")
@@ -250,6 +258,7 @@ class GraphStoreBuilder:
             "num_edges": num_edges,
             "id_dtype": id_dtype.name,
             "feature_dim": self._feature_dim,
+            "feature_dtype": self.feature_dtype.name,
             "num_classes": num_classes,
             "multilabel": multilabel,
             "source": self.source,
@@ -260,30 +269,50 @@ class GraphStoreBuilder:
         }
 
 
-def row_normalize(path: Path, rows_per_chunk: int = 65536) -> None:
+def row_normalize(path: Path, block_bytes: int = 64 << 20) -> None:
     """Divide each feature row by its sum (PyG's NormalizeFeatures), in place, a chunk at a time.
 
     Dense binary bag-of-words rows (amazon_cs: ~270 of 767 words set) otherwise give first-layer
     inputs so large that Adam's first steps overshoot.
     """
-    features = np.load(path, mmap_mode="r+")
-    for start in range(0, features.shape[0], rows_per_chunk):
-        chunk = features[start : start + rows_per_chunk]
+    for block in NpyLayout.read(path).row_blocks(block_bytes, "r+"):
+        chunk = block.astype(
+            np.float32
+        )  # float16 rows: summed and divided in float32, rounded once
         chunk /= np.maximum(chunk.sum(axis=1, keepdims=True), 1.0)  # as PyG: sums < 1 kept
-    features.flush()
-    del features
+        block[:] = chunk
 
 
-def seeded_split(num_nodes: int, seed: int) -> dict[str, np.ndarray]:
-    """CATGNN's rule for sources without a split: a seeded 70/15/15 split of all nodes."""
+def seeded_split(
+    num_nodes: int, seed: int, fractions: tuple[float, float, float] = SPLIT_FRACTIONS
+) -> dict[str, np.ndarray]:
+    """The rule for sources without a split: a seeded split of the nodes (CATGNN's 70/15/15 of
+    all nodes by default; fractions summing under 1 leave the rest unlabelled, as Papers100M's
+    1.1/0.1/0.2 %)."""
     order = np.random.default_rng(seed).permutation(num_nodes)
-    n_train = int(round(SPLIT_FRACTIONS[0] * num_nodes))
-    n_val = int(round(SPLIT_FRACTIONS[1] * num_nodes))
+    n_train = int(round(fractions[0] * num_nodes))
+    n_val = int(round(fractions[1] * num_nodes))
+    covers_all = abs(sum(fractions) - 1.0) < 1e-9  # then the test set is every node left
+    n_test = num_nodes - n_train - n_val if covers_all else int(round(fractions[2] * num_nodes))
     return {
         "train": np.sort(order[:n_train]),
         "val": np.sort(order[n_train : n_train + n_val]),
-        "test": np.sort(order[n_train + n_val :]),
+        "test": np.sort(order[n_train + n_val : n_train + n_val + n_test]),
     }
+
+
+def split_fractions_of(value: object) -> tuple[float, float, float]:
+    """`dataset.split_fractions`: three shares (train, val, test), each in [0, 1], summing <= 1."""
+    try:
+        shares = tuple(float(share) for share in value)  # type: ignore[union-attr]
+    except (TypeError, ValueError):
+        shares = ()
+    if len(shares) != 3 or min(shares) < 0 or sum(shares) > 1 + 1e-9:
+        raise ConfigError(
+            "dataset.split_fractions: expected three fractions (train, val, test) >= 0 summing "
+            f"to at most 1, got {value!r}"
+        )
+    return shares  # type: ignore[return-value]
 
 
 def fingerprint(directory: Path, num_nodes: int) -> str:

@@ -12,19 +12,27 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from gnnbench.data.builder import GraphStoreBuilder
+from gnnbench.data.builder import SPLIT_FRACTIONS, GraphStoreBuilder
+from gnnbench.data.import_checks import available_memory, gib
 from gnnbench.data.import_measure import measured_import
 from gnnbench.data.input_features import with_input_features
 from gnnbench.data.spec import DataSpec
 from gnnbench.data.store import FORMAT_VERSION, GraphStore
-from gnnbench.errors import ConfigError, DataError
+from gnnbench.errors import ConfigError, DataError, OutOfMemory, first_line
 from gnnbench.paths import gnnbench_home, raw_dir
 from gnnbench.registry import Registry
 
 SourceFn = Callable[[GraphStoreBuilder, Mapping[str, Any]], None]
 SOURCES: Registry[SourceFn] = Registry("dataset source", "gnnbench.data.sources", "dataset.source")
 IMPORT_ONLY_KEYS = ("import_memory_gb",)  # how the store is built, not what it holds
-IMPORT_DEFAULTS = {"nonfinite": "error", "features": "none"}
+# Keys whose value here builds what stores built before the key existed: left out of the cache key
+# at that value, so adding them to a config keeps its store.
+IMPORT_DEFAULTS = {
+    "nonfinite": "error",
+    "feature_dtype": "float32",
+    "split_fractions": [0.70, 0.15, 0.15],
+    "features": "none",
+}
 
 
 def raw_path(dataset: Mapping[str, Any], key: str = "path") -> Path:
@@ -95,19 +103,31 @@ def prepare_dataset(dataset: DataSpec | Mapping[str, Any]) -> GraphStore:
     source = SOURCES.get(spec.source)
     dest = store_path(dataset)
     if not (dest / "meta.json").is_file():
-        # The split of a source without one is part of the dataset, not of the run's seed.
-        split_seed = int(dataset.get("split_seed", 0))
-        with GraphStoreBuilder(
-            dest,
-            str(dataset["name"]),
-            str(dataset["source"]),
-            split_seed,
-            normalize_features=bool(dataset.get("normalize_features", False)),
-            nonfinite=dataset.get("nonfinite", "error"),
-            import_memory_gb=import_memory_gb(dataset),
-        ) as builder:
-            with measured_import(builder.tmp / "import.memray") as figures:
-                source(builder, dataset)
-                builder.finish()
-            builder.record_meta(**figures)
+        try:
+            _import(dest, dataset, source)
+        except MemoryError as exc:  # the builder has removed what it wrote
+            raise OutOfMemory(
+                f"{dest.parent}: out of memory importing dataset {dataset['name']} "
+                f"({first_line(exc)}; {gib(available_memory())} available)"
+            ) from None
     return with_input_features(GraphStore(dest), str(dataset.get("features", "none")))
+
+
+def _import(dest: Path, dataset: dict[str, Any], source: SourceFn) -> None:
+    """Run the source into a builder at `dest`, measured; nothing stays behind if it fails."""
+    # The split of a source without one is part of the dataset, not of the run's seed.
+    with GraphStoreBuilder(
+        dest,
+        str(dataset["name"]),
+        str(dataset["source"]),
+        int(dataset.get("split_seed", 0)),
+        normalize_features=bool(dataset.get("normalize_features", False)),
+        nonfinite=dataset.get("nonfinite", "error"),
+        import_memory_gb=import_memory_gb(dataset),
+        feature_dtype=dataset.get("feature_dtype", "float32"),
+        split_fractions=dataset.get("split_fractions", SPLIT_FRACTIONS),
+    ) as builder:
+        with measured_import(builder.tmp / "import.memray") as figures:
+            source(builder, dataset)
+            builder.finish()
+        builder.record_meta(**figures)

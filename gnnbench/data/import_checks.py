@@ -50,9 +50,15 @@ def check_node_memory(num_nodes: int, origin: str) -> None:
         )
 
 
+def free_disk_bytes(directory: Path) -> int:
+    """Bytes free for this process on the file system holding `directory`."""
+    return shutil.disk_usage(directory).free
+
+
 def check_disk_space(directory: Path, needed: int, what: str) -> None:
-    """Refuse to start writing `what` when the file system has less than `needed` bytes free."""
-    free = shutil.disk_usage(directory).free
+    """Refuse to start writing `what` when the file system has less than `needed` bytes free
+    (the import's files, the synthetic graph, the GNN-ready step's partitions)."""
+    free = free_disk_bytes(directory)
     if needed > free:
         raise DataError(
             f"{Path(directory).parent}: not enough disk space for {what} "
@@ -95,25 +101,22 @@ def scan_nonfinite(path: Path, policy: str, origin: str) -> int:
     Returns the number of bad rows (0 when clean). With policy "error" any bad row is a DataError
     naming `origin`, the count and the first bad row.
     """
-    features = np.load(path, mmap_mode="r+" if policy == "zero" else "r")
-    step = max(1, FEATURE_BLOCK_BYTES // max(1, features.itemsize * features.shape[1]))
+    from gnnbench.data.store import NpyLayout
+
+    layout = NpyLayout.read(path)
     bad_rows = 0
     first_bad = -1
-    for start in range(0, features.shape[0], step):
-        block = features[start : start + step]
+    start = 0
+    for block in layout.row_blocks(FEATURE_BLOCK_BYTES, "r+" if policy == "zero" else "r"):
         bad = ~np.isfinite(block)
         rows = bad.any(axis=1)
         count = int(rows.sum())
-        if not count:
-            continue
-        if first_bad < 0:
+        if count and first_bad < 0:
             first_bad = start + int(np.argmax(rows))
         bad_rows += count
-        if policy == "zero":
+        if count and policy == "zero":
             block[bad] = 0.0
-    if policy == "zero" and bad_rows:
-        features.flush()
-    del features
+        start += len(block)
     if bad_rows and policy == "error":
         raise DataError(
             f"{origin}: {bad_rows} feature rows hold NaN or inf (first: row {first_bad}); "

@@ -15,7 +15,9 @@ from gnnbench.errors import ConfigError
 from gnnbench.spec_keys import ReadOnlyMap, check_keys, plain
 
 # Keys of every dataset config, whatever its source (read by prepare_dataset and the builder).
-SHARED_KEYS = ("nonfinite", "import_memory_gb", "split_seed", "normalize_features", "features")
+SHARED_KEYS = ("nonfinite", "import_memory_gb", "split_seed", "normalize_features")
+SHARED_KEYS += ("feature_dtype", "split_fractions")
+SHARED_KEYS += ("features",)
 
 
 def source_keys(source: str) -> tuple[str, ...]:

@@ -1,7 +1,7 @@
 """GraphStore: one prepared dataset on disk, read in bounded memory.
 
 Layout (DESIGN.md): meta.json, edges.bin (E, 2) little-endian ids, degree.npy, feat.npy (N, F)
-float32, label.npy, split.npz. Edges are read through `EdgeStream`, which maps one fixed-size window
+float32 or float16 (dataset.feature_dtype), label.npy, split.npz. Edges are read through `EdgeStream`, which maps one fixed-size window
 of the file per chunk: a memory profiler then sees only the chunk, not the whole file, which is what
 a streaming partitioner really holds.
 """
@@ -12,10 +12,14 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from gnnbench.errors import DataError
+
+if TYPE_CHECKING:
+    from gnnbench.data.features import FeatureRows
 
 # Bump when an import's output changes (labels remapped to 0..C-1, NaN checks: version 2), so
 # stores prepared by older code are prepared again, not reused.
@@ -72,15 +76,26 @@ class NpyLayout:
     def row_bytes(self) -> int:
         return int(np.prod(self.shape[1:], dtype=np.int64)) * self.dtype.itemsize
 
-    def window(self, start: int, stop: int) -> np.ndarray:
-        """Rows [start, stop) as a read-only memory map of just that range."""
+    def window(self, start: int, stop: int, mode: str = "r") -> np.ndarray:
+        """Rows [start, stop) as a memory map of just that range (read-only unless `mode`)."""
         return np.memmap(
             self.path,
             dtype=self.dtype,
-            mode="r",
+            mode=mode,
             offset=self.offset + start * self.row_bytes,
             shape=(stop - start, *self.shape[1:]),
         )
+
+    def row_blocks(self, max_bytes: int, mode: str = "r") -> Iterator[np.ndarray]:
+        """Every row, in order, as memory maps of at most `max_bytes` each, each unmapped before
+        the next: a scan of the file never holds more than one block's pages."""
+        step = max(1, max_bytes // max(1, self.row_bytes))
+        for start in range(0, self.shape[0], step):
+            block = self.window(start, min(self.shape[0], start + step), mode)
+            yield block
+            if mode != "r":
+                block.flush()
+            del block
 
     def iter_rows_of(
         self, rows: np.ndarray, max_bytes: int = _WINDOW_BYTES
@@ -189,9 +204,11 @@ class GraphStore:
     def feature_layout(self) -> NpyLayout | None:
         return NpyLayout.read(self.path / "feat.npy") if self.has_features else None
 
-    def features(self) -> np.ndarray:
-        """All features as a read-only memory map (for in-memory consumers: training, baselines)."""
-        return np.load(self.path / "feat.npy", mmap_mode="r")
+    def features(self) -> FeatureRows:
+        """The (N, F) features read through memory maps: `features[ids]` gathers float32 rows."""
+        from gnnbench.data.features import FeatureRows
+
+        return FeatureRows(self.path / "feat.npy")
 
     def labels(self) -> np.ndarray | None:
         path = self.path / "label.npy"

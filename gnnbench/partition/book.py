@@ -20,8 +20,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from gnnbench.data.features import FeatureRows
 from gnnbench.data.store import read_json
-from gnnbench.errors import DataError
+from gnnbench.errors import DataError, OutOfMemory, first_line
 from gnnbench.paths import gnnbench_home
 
 if TYPE_CHECKING:
@@ -47,7 +48,9 @@ def book_path(
 ) -> Path:
     """Directory of the book for (dataset content, algorithm, parameters, p, seed).
 
-    A structure-only book (no per-partition features and labels) is a different book. The memory
+    A structure-only book (no per-partition features and labels) is a different book, and so is
+    one sharing the store's feature rows instead of copying them (PartitionSpec.book_identity,
+    where the key is absent at its older value, copy, so existing books keep their path). The memory
     cap changes whether it runs, not what, and the balance bound only what is reported: neither is
     in `PartitionSpec.book_identity`.
     """
@@ -63,6 +66,7 @@ def book_path(
     }
     if not node_data:
         identity["structure_only"] = True
+        identity["partitioner"].pop("feature_rows", None)  # no feature rows to copy or share
     if partitioner.refine_passes:  # a refined book also depends on the post-pass's code
         from gnnbench.partition.refine import REFINE_VERSION
 
@@ -76,13 +80,17 @@ def book_path(
 
 @dataclass(frozen=True)
 class LocalPartition:
-    """What one worker loads: local CSR (owned nodes first), features, labels, local split."""
+    """What one worker loads: local CSR (owned nodes first), features, labels, local split.
+
+    `features[local_ids]` gathers float32 rows through a memory map, of the partition's copy or
+    of the store's feat.npy by global id (a book with `feature_rows: shared`).
+    """
 
     nodes: np.ndarray
     num_owned: int
     indptr: np.ndarray
     indices: np.ndarray
-    features: np.ndarray
+    features: FeatureRows
     labels: np.ndarray
     split: dict[str, np.ndarray]
 
@@ -135,8 +143,12 @@ class PartitionBook:
                 local_split = {key: split[key] for key in ("train", "val", "test")}
             arrays = {
                 name: np.load(part / f"{name}.npy")
-                for name in ("nodes", "indptr", "indices", "feat", "label")
+                for name in ("nodes", "indptr", "indices", "label")
             }
+        except MemoryError as exc:
+            raise OutOfMemory(
+                f"{part}: out of memory loading partition {i} ({first_line(exc)})"
+            ) from None
         except (OSError, ValueError, EOFError, KeyError) as exc:
             raise DataError(f"{part}: unreadable partition file ({exc})") from None
         return LocalPartition(
@@ -144,10 +156,22 @@ class PartitionBook:
             num_owned=int(self.part_meta(i)["num_owned"]),
             indptr=arrays["indptr"],
             indices=arrays["indices"],
-            features=arrays["feat"],
+            features=self.features(i, arrays["nodes"]),
             labels=arrays["label"],
             split=local_split,
         )
+
+    def features(self, i: int, nodes: np.ndarray) -> FeatureRows:
+        """Partition i's feature rows: its own feat.npy, or the store's read by global id."""
+        if self.meta.get("feature_rows", "copy") == "copy":
+            return FeatureRows(self.path / f"part-{i}" / "feat.npy")
+        store_features = Path(self.meta["store"]) / "feat.npy"
+        if not store_features.is_file():
+            raise DataError(
+                f"{store_features}: not found; the book {self.path.name} shares the store's "
+                "feature rows (partitioner.feature_rows=shared) and needs that store in place"
+            )
+        return FeatureRows(store_features, global_ids=nodes)
 
 
 def file_checksum(path: Path) -> str:

@@ -9,8 +9,11 @@ Passes over the edge stream: hops - 1 growing the "full" set (nodes within hops-
 edges are all kept), then one that grows the members by the last hop and routes every edge into a
 spill file per partition (a counting sort per chunk). Partitions are then built from their spills,
 STRUCTURE_WORKERS at a time, by the compiled kernels of gnn_ready_kernels.py: a reusable
-global->local array, degree counting, CSR fill. Feature and label rows are copied in one
-sequential pass over each store file, every row written straight into each partition holding it.
+global->local array, degree counting, CSR fill. Label rows, and feature rows when the book
+copies them (`feature_rows="copy"`; "shared" partitions read the store's feat.npy by global id
+through their nodes.npy), are copied in one sequential pass over each store file, every row
+written straight into each partition holding it, in the store's dtype. Free disk is checked before
+the routing (its spill files) and again, exactly, before the rows are copied.
 
 Peak memory, with b = the narrowest word holding p bits (1 byte for p <= 8; ceil(p/64) 8-byte
 words beyond 64): 2 b |V| (full and member bits), + 4 |V| per worker (global->local), + per worker
@@ -20,7 +23,6 @@ one partition (16 E_i for its spilled edges and CSR indices, 20 n_i for nodes, i
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import time
@@ -30,6 +32,8 @@ from pathlib import Path
 
 import numpy as np
 
+from gnnbench.data.features import npy_header
+from gnnbench.data.import_checks import check_disk_space
 from gnnbench.data.store import GraphStore, NpyLayout
 from gnnbench.partition.gnn_ready_kernels import (
     expand_chunk,
@@ -54,18 +58,6 @@ def _role_array(store: GraphStore) -> np.ndarray:
     return role
 
 
-def _npy_header(shape: tuple, dtype: np.dtype) -> bytes:
-    """The .npy (version 1.0) header np.save writes for an array of this shape and dtype."""
-    header = {
-        "descr": np.lib.format.dtype_to_descr(np.dtype(dtype)),
-        "fortran_order": False,
-        "shape": shape,
-    }
-    buffer = io.BytesIO()
-    np.lib.format.write_array_header_1_0(buffer, header)
-    return buffer.getvalue()
-
-
 def _scatter_rows(
     layout: NpyLayout,
     dtype: np.dtype,
@@ -83,7 +75,7 @@ def _scatter_rows(
     row_dims = layout.shape[1:]
     window_rows = max(1, ROW_WINDOW_BYTES // max(1, layout.row_bytes))
     row_bytes = int(np.prod(row_dims, dtype=np.int64)) * np.dtype(dtype).itemsize
-    headers = [_npy_header((size["num_nodes"], *row_dims), dtype) for size in sizes]
+    headers = [npy_header((size["num_nodes"], *row_dims), dtype) for size in sizes]
     # cursors[2i] / cursors[2i+1]: next owned / halo row of partition i
     cursors = np.zeros(2 * p, dtype=np.int64)
     cursors[1::2] = [size["num_owned"] for size in sizes]
@@ -163,12 +155,18 @@ def build_partitions(
     hops: int = 1,
     chunk_edges: int = 1 << 20,
     node_data: bool = True,
+    feature_rows: str = "copy",
 ) -> dict:
     """Write part-<i>/ for every partition under `out_dir` and return the partition metrics.
 
-    `node_data=False` writes the structure and local splits only (no feature or label rows).
+    `node_data=False` writes the structure and local splits only (no feature or label rows);
+    `feature_rows="shared"` writes the label rows but no feature rows.
     """
     owner = np.ascontiguousarray(owner, dtype=np.int32)
+    # spills: each edge goes to at most two partitions for hops <= 1 (more for larger hops:
+    # then a lower bound), and the CSR indices of the partitions in progress take as much again
+    edge_file = store.num_edges * 2 * store.id_dtype.itemsize
+    check_disk_space(out_dir, 4 * edge_file, "the GNN-ready step's edge spills and CSRs")
     started = time.perf_counter()
     members, edge_count, dropped, passes = _route_edges(store, owner, p, hops, out_dir, chunk_edges)
     routed = time.perf_counter()
@@ -190,7 +188,7 @@ def build_partitions(
     sizes = [built[i] for i in range(p)]
     structured = time.perf_counter()
     if node_data:
-        _write_node_data(store, owner, members, sizes, out_dir)
+        _write_node_data(store, owner, members, sizes, out_dir, feature_rows == "copy")
     phases = {  # where the step's time goes, logged beside gnn_ready_time_s
         "gnn_ready_route_s": routed - started,
         "gnn_ready_structure_s": structured - routed,
@@ -239,15 +237,20 @@ def _write_structure(store, owner, members, role, local_of, i, out_dir) -> dict:
     return {**info, "cut": cut}
 
 
-def _write_node_data(store, owner, members, sizes, out_dir) -> None:
-    """feat.npy and label.npy of every partition, one sequential pass over each store file."""
+def _write_node_data(store, owner, members, sizes, out_dir, copy_features: bool) -> None:
+    """label.npy (and feat.npy when copying features) of every partition, one sequential pass
+    over each store file, after checking that the disk holds them all."""
     sources: list[tuple[str, NpyLayout, np.dtype]] = []
-    features = store.feature_layout()
-    if features is not None:
-        sources.append(("feat.npy", features, np.dtype(np.float32)))  # models read float32
+    features = store.feature_layout() if copy_features else None
+    if features is not None:  # float16 stays float16: FeatureRows casts the rows it reads
+        sources.append(("feat.npy", features, features.dtype))
     if (store.path / "label.npy").is_file():
         labels = NpyLayout.read(store.path / "label.npy")
         sources.append(("label.npy", labels, labels.dtype))
+    rows = sum(size["num_nodes"] for size in sizes)  # RF x |V|
+    needed = sum(rows * layout.row_bytes for _, layout, _ in sources)
+    what = " and ".join(name for name, _, _ in sources) + " rows of every partition"
+    check_disk_space(out_dir, needed, what)
     for name, layout, dtype in sources:
         paths = [out_dir / f"part-{i}" / name for i in range(len(sizes))]
         _scatter_rows(layout, dtype, members, owner, sizes, paths)

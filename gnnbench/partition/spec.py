@@ -21,11 +21,14 @@ from gnnbench.spec_keys import ReadOnlyMap, check_keys, is_neutral, plain, whole
 # Keys of the shared block (conf/config.yaml); a partitioner function taking one of them as a
 # keyword (chunk_edges) receives the shared value.
 SHARED_KEYS = ("hops", "chunk_edges", "memory_limit_gb", "max_vertex_balance", "refine_passes")
-SHARED_KEYS += ("refine_objective",)
+SHARED_KEYS += ("refine_objective", "feature_rows")
 # Shared keys that change whether a partition runs or what is reported, never the book itself.
 NOT_IN_BOOK_KEY = ("memory_limit_gb", "max_vertex_balance")
 # What the refinement post-pass may lower (gnnbench/partition/refine.py).
 REFINE_OBJECTIVES = ("edge_cut", "replication")
+# What a partition holds of the store's features (gnnbench/partition/gnn_ready.py): a copy of its
+# rows, or nothing but a reference to the store's feat.npy by global id.
+FEATURE_ROWS = ("copy", "shared")
 
 
 def own_keys(partition_fn: PartitionFn) -> tuple[str, ...]:
@@ -54,6 +57,7 @@ class PartitionSpec:
     max_vertex_balance: float | None
     refine_passes: int
     refine_objective: str
+    feature_rows: str
     params: Mapping[str, Any] = field(default_factory=ReadOnlyMap)
 
     @classmethod
@@ -75,6 +79,7 @@ class PartitionSpec:
             max_vertex_balance=_positive_or_none(config, "max_vertex_balance"),
             refine_passes=whole_at_least("partitioner.refine_passes", config["refine_passes"], 0),
             refine_objective=check_refine_objective(config["refine_objective"]),
+            feature_rows=check_choice("feature_rows", config["feature_rows"], FEATURE_ROWS),
             params=ReadOnlyMap({key: config[key] for key in own}),
         )
 
@@ -113,6 +118,8 @@ class PartitionSpec:
             "partitioner.refine_objective", self.refine_objective
         ):
             identity["refine_objective"] = self.refine_objective
+        if not is_neutral("partitioner.feature_rows", self.feature_rows):
+            identity["feature_rows"] = self.feature_rows  # copy books keep their key
         partition_fn = PARTITIONERS.get(self.name)
         if takes_keyword(partition_fn, "chunk_edges"):
             identity["chunk_edges"] = self.chunk_edges
@@ -135,11 +142,13 @@ class PartitionSpec:
 
 def check_refine_objective(value: Any) -> str:
     """partitioner.refine_objective checked (refine.py reads the choice)."""
-    if value not in REFINE_OBJECTIVES:
-        raise ConfigError(
-            f"partitioner.refine_objective: expected one of {', '.join(REFINE_OBJECTIVES)}, "
-            f"got {value!r}"
-        )
+    return check_choice("refine_objective", value, REFINE_OBJECTIVES)
+
+
+def check_choice(key: str, value: Any, choices: tuple[str, ...]) -> str:
+    """partitioner.<key> checked against its choices (one line naming them)."""
+    if value not in choices:
+        raise ConfigError(f"partitioner.{key}: expected one of {', '.join(choices)}, got {value!r}")
     return str(value)
 
 

@@ -205,7 +205,14 @@ def partition_into(
         metrics, ready_peak_mb, ready_rss_mb, ready_seconds = tracked(
             tmp / "gnn_ready.memray",
             lambda: build_partitions(
-                store, owner, p, tmp, hops, partitioner.chunk_edges, node_data
+                store,
+                owner,
+                p,
+                tmp,
+                hops,
+                partitioner.chunk_edges,
+                node_data,
+                partitioner.feature_rows,
             ),
             f"{name} (GNN-ready step)",
             limit_bytes,
@@ -229,6 +236,7 @@ def partition_into(
             "seed": seed,
             "hops": hops,
             "node_data": node_data,
+            "feature_rows": partitioner.feature_rows if node_data else None,
             "dataset": store.name,
             "dataset_fingerprint": store.fingerprint,
             "store": str(store.path),

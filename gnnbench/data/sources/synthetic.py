@@ -7,7 +7,10 @@ unit mean vector plus Gaussian noise of scale `feature_noise`, so features alone
 moderately predictive and the neighbourhood carries the rest of the signal. Memory per chunk is
 O(chunk_edges); the node arrays are O(N) (~72 bytes per node). With feature_dim=0 only structure
 and labels are written, so a 1 B-edge graph (conf/experiment/billion.yaml) never holds its edges.
-Deterministic given the config.
+Features are written a 64 MB row block at a time once the edges are canonical (the raw edge
+file and the import's bucket files are then gone, so the disk never holds both), with the node
+arrays of the edge sampler already released: memory is the labels (8 bytes per node) and one
+block. Deterministic given the config; dataset.feature_dtype changes only the rounding of rows.
 """
 
 from __future__ import annotations
@@ -20,7 +23,9 @@ import numba
 import numpy as np
 
 from gnnbench.data.builder import GraphStoreBuilder
+from gnnbench.data.canonical import id_dtype_for
 from gnnbench.data.datasets import SOURCES
+from gnnbench.data.import_checks import check_disk_space
 from gnnbench.data.sources._generator_keys import generator_params
 from gnnbench.data.sources._io import row_chunk
 from gnnbench.errors import ConfigError
@@ -149,6 +154,7 @@ def import_synthetic(builder: GraphStoreBuilder, dataset: Mapping[str, Any]) -> 
     streams = np.random.SeedSequence(params.seed).spawn(3)
     node_rng, edge_rng, feature_rng = (np.random.default_rng(s) for s in streams)
     builder.set_num_nodes(params.num_nodes)  # checks memory before the node arrays exist
+    check_disk_space(builder.tmp, disk_bytes(params, builder.feature_dtype), "the synthetic graph")
     labels = node_rng.permutation(params.num_nodes) % params.num_classes
     weights = node_weights(node_rng, params)
     sampler = WeightedSampler(labels, weights, params.num_classes)
@@ -159,14 +165,25 @@ def import_synthetic(builder: GraphStoreBuilder, dataset: Mapping[str, Any]) -> 
         builder.add_edges(
             edge_chunk(edge_rng, sampler, labels, size, params.homophily), origin="synthetic"
         )
+    del sampler
     if params.feature_dim:
-        write_features(builder, feature_rng, labels, params)
+        builder.after_edges(lambda: write_features(builder, feature_rng, labels, params))
     builder.set_labels(labels)
     builder.add_meta(generator="contextual DC-SBM", generator_params=asdict(params))
 
 
 # The keys this source reads (gnnbench/data/spec.py rejects any other).
 import_synthetic.config_keys = tuple(item.name for item in fields(SbmParams))
+
+
+def disk_bytes(params: SbmParams, feature_dtype: np.dtype) -> int:
+    """The import's disk peak, bounded: raw edges (16 bytes each) with the bucket files of an
+    external deduplication (32 at most, gnnbench/data/canonical.py), or later the canonical
+    edges with the feature rows (written once the raw files are gone), plus the node arrays."""
+    raw = params.num_raw_edges
+    edges = 2 * id_dtype_for(params.num_nodes).itemsize * raw
+    features = params.num_nodes * params.feature_dim * np.dtype(feature_dtype).itemsize
+    return max(48 * raw, edges + features) + 16 * params.num_nodes
 
 
 def node_weights(rng: np.random.Generator, params: SbmParams) -> np.ndarray:
@@ -197,14 +214,23 @@ def edge_chunk(
 def write_features(
     builder: GraphStoreBuilder, rng: np.random.Generator, labels: np.ndarray, params: SbmParams
 ) -> None:
-    """Class mean (a random unit vector) + N(0, feature_noise²) per coordinate, in row chunks."""
+    """Class mean (a random unit vector) + N(0, feature_noise²) per coordinate, in row chunks.
+
+    The noise is drawn a 64 MB chunk at a time (the draws, hence the bytes, as ever); the float64
+    sums are formed and written an eighth of a chunk at a time, so the temporaries stay near
+    100 MB whatever N.
+    """
     means = rng.standard_normal((params.num_classes, params.feature_dim))
     means /= np.linalg.norm(means, axis=1, keepdims=True)
     out = builder.open_features(params.num_nodes, params.feature_dim)
     step = row_chunk(params.feature_dim)
+    block = max(1, step // 8)
     for start in range(0, params.num_nodes, step):
         rows = labels[start : start + step]
         noise = rng.standard_normal((len(rows), params.feature_dim), dtype=np.float32)
-        out[start : start + step] = means[rows] + params.feature_noise * noise
+        for low in range(0, len(rows), block):
+            high = min(len(rows), low + block)
+            sums = means[rows[low:high]] + params.feature_noise * noise[low:high]
+            out[start + low : start + high] = sums
     out.flush()
     del out

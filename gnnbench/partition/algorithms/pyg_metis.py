@@ -48,7 +48,7 @@ def load_pyg_data(store: GraphStore, node_data: bool):
     if not node_data:
         return data
     if store.has_features:
-        data.x = torch.from_numpy(np.array(store.features()))  # read into memory, as PyG does
+        data.x = torch.from_numpy(store.features()[:])  # read into memory, as PyG does
     labels = store.labels()
     if labels is not None:
         data.y = torch.from_numpy(labels)
