@@ -227,23 +227,28 @@ def partition_into(
             passes=int(result.stats.pop("passes", 0)),
         )
         metrics.update(result.measured)  # a baseline measured in its own process reports its own
-        meta = {
-            "format_version": FORMAT_VERSION,
-            "algorithm": name,
-            "code_version": algorithm_version(name),
-            "parameters": partitioner.book_identity(),
-            "p": p,
-            "seed": seed,
-            "hops": hops,
-            "node_data": node_data,
-            "feature_rows": partitioner.feature_rows if node_data else None,
-            "dataset": store.name,
-            "dataset_fingerprint": store.fingerprint,
-            "store": str(store.path),
-            "metrics": metrics,
-            "stats": result.stats,
-        }
-        _seal(tmp, meta)
+        meta = _book_meta(store, partitioner, p, seed, node_data)
+        _seal(tmp, {**meta, "metrics": metrics, "stats": result.stats})
+
+
+def _book_meta(
+    store: GraphStore, partitioner: PartitionSpec, p: int, seed: int, node_data: bool
+) -> dict:
+    """What a book records of how it was made (its metrics and stats are added by the caller)."""
+    return {
+        "format_version": FORMAT_VERSION,
+        "algorithm": partitioner.name,
+        "code_version": algorithm_version(partitioner.name),
+        "parameters": partitioner.book_identity(),
+        "p": p,
+        "seed": seed,
+        "hops": partitioner.hops,
+        "node_data": node_data,
+        "feature_rows": partitioner.feature_rows if node_data else None,
+        "dataset": store.name,
+        "dataset_fingerprint": store.fingerprint,
+        "store": str(store.path),
+    }
 
 
 def _compile_unmeasured(partitioner: PartitionSpec, p: int, seed: int) -> None:
