@@ -104,6 +104,7 @@ def _data_and_partition(job: JobSpec, tracker) -> Prepared:
     remove_stale_temporaries(gnnbench_home())  # what killed imports and partitions left
     store = prepare_dataset(job.data)
     tracker.log_dataset(store.meta)
+    tracker.log_disk("store", store.path, features_file="feat.npy")
     log.info(
         "data: %s, %d nodes, %d edges (%s)",
         store.name,
@@ -121,6 +122,7 @@ def _data_and_partition(job: JobSpec, tracker) -> Prepared:
     )
     metrics = {**book.metrics, **_balance_bound(partitioner, p, store.num_nodes)}
     tracker.log_partition(book.path, metrics, book.meta.get("stats", {}), cached)
+    tracker.log_disk("book", book.path)  # a shared-rows book holds no feature rows of its own
     _flag_balance_violation(tracker, metrics)
     log.info(
         "partition: %s p=%d RF=%.3f edge cut=%.3f peak=%.1f MB%s",
