@@ -2,18 +2,29 @@
 
 Quality figures (replication factor, edge cut, balance) are deterministic for fixed seeds, so they
 are gated tightly (relative tolerance). F1 of a short seeded training run is gated within an
-absolute band. Speed is gated as a ratio to a reference measured in the same run (one compiled
-degree pass), and only a large regression fails, because these machines swing by +-50%.
+absolute band. Speed is gated as a ratio to a reference pass timed alternately in the same run
+(plain numpy over edges.bin, none of gnnbench's code); this is the second line behind the A/B
+comparison of `make bench-compare` (bench/compare.py). Baselines are written only by
+`--update-baselines` (make bench-baselines); a figure without one fails.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
+# Generated graphs of the gates and of `make bench-compare`, one cache for both.
+BENCH_HOME = Path(
+    os.environ.get(
+        "GNNBENCH_BENCH_HOME", Path(__file__).resolve().parent.parent / ".benchmarks" / "home"
+    )
+)
 QUALITY_REL_TOL = 0.01  # RF, edge cut, balance: worse by more than 1% fails
 F1_ABS_TOL = 0.02  # test F1: lower by more than 0.02 fails
 # Speed: more than 3x the committed ratio to the degree pass fails. The cache-resident degree pass
@@ -40,7 +51,7 @@ class Gate:
     @property
     def passed(self) -> bool:
         if self.baseline is None:
-            return True  # new figure: nothing to regress against until the baseline is refreshed
+            return False  # a gate that cannot fail is no gate
         if self.kind == "lower":
             return self.now <= self.baseline * (1 + QUALITY_REL_TOL) + 1e-12
         if self.kind == "higher":
@@ -48,6 +59,11 @@ class Gate:
         return self.now <= self.baseline * SPEED_MAX_FACTOR
 
     def message(self) -> str:
+        if self.baseline is None:
+            return (
+                f"{self.key}: no baseline in bench/baselines/ (now {self.now!r}); create it with "
+                "`make bench-baselines` and commit the diff"
+            )
         limit = {
             "lower": f"tolerance {QUALITY_REL_TOL:.0%} relative",
             "higher": f"tolerance {F1_ABS_TOL} absolute",
@@ -89,6 +105,20 @@ def table(gates: Iterable[Gate]) -> str:
         verdict = "ok" if gate.passed else "REGRESSED"
         rows.append(f"{gate.key} | {baseline} | {gate.now:.6g} | {change} | {verdict}")
     return "\n".join(rows)
+
+
+def reference_pass(store_dir: Path, chunk_edges: int = 1 << 20) -> np.ndarray:
+    """Every node's degree from edges.bin, read by a plain memmap in chunks and np.bincount: the
+    speed gates' yardstick, which shares no code (store reader, edge stream, numba) with what
+    they time, so a slowdown there cannot cancel out of the ratio."""
+    meta = json.loads((Path(store_dir) / "meta.json").read_text())
+    num_nodes = int(meta["num_nodes"])
+    dtype = np.dtype(meta["id_dtype"]).newbyteorder("<")
+    edges = np.memmap(Path(store_dir) / "edges.bin", dtype=dtype, mode="r").reshape(-1, 2)
+    degree = np.zeros(num_nodes, dtype=np.int64)
+    for start in range(0, len(edges), chunk_edges):
+        degree += np.bincount(edges[start : start + chunk_edges].ravel(), minlength=num_nodes)
+    return degree
 
 
 def run_times(work: Callable[[], object], repeats: int) -> list[float]:

@@ -1,0 +1,216 @@
+"""A/B speed comparison of two trees in one run, in the way asv `continuous` compares commits.
+
+    python -m bench.compare [--base REV]     (make bench-compare BASE=<rev>)
+
+BASE is checked out in a temporary git worktree (removed afterwards, also on Ctrl-C). Each side
+runs bench/ab_kernels.py in a process of its own with its tree first on PYTHONPATH, warms up
+(compiles) every kernel on the same generated graph, then the two are timed alternately: each
+round times every kernel on both sides, `repeats` calls each, the side that goes first
+alternating. A round's ratio is new/base of the fastest call on each side (interference only
+adds time). The verdict is on the median of the per-round ratios: a kernel regresses when the
+lower end of its distribution-free 95% confidence interval (order statistics of the rounds'
+ratios, a sign-test interval) is above the threshold, i.e. when the slowdown is credibly above it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.ab_kernels import kernels_for
+from bench.gates import BENCH_HOME
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+KERNEL_SCRIPT = Path(__file__).resolve().parent / "ab_kernels.py"
+THRESHOLD = 1.2  # new/base: a slowdown credibly above 20% fails (issue 28)
+CONFIDENCE = 0.95
+ROUNDS = 10  # the fewest rounds whose 95% interval does not reach down to the slowest round is 6
+REPEATS = 2  # calls per side per round; the fastest counts
+CALL_SECONDS = 0.25  # a short kernel is looped to about this long, the same count on both sides
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One kernel's new/base ratio: median over rounds and its confidence interval."""
+
+    kernel: str
+    median: float
+    low: float
+    high: float
+    rounds: int
+    threshold: float = THRESHOLD
+
+    @property
+    def regressed(self) -> bool:
+        return self.low > self.threshold
+
+    def row(self) -> str:
+        verdict = f"REGRESSED (> {self.threshold:g})" if self.regressed else "ok"
+        return (
+            f"{self.kernel} | {self.median:.3f} | [{self.low:.3f}, {self.high:.3f}] | "
+            f"{self.rounds} | {verdict}"
+        )
+
+
+def median_interval(values: Sequence[float], confidence: float = CONFIDENCE) -> tuple[float, ...]:
+    """(low, median, high): the median and its distribution-free interval, the k-th smallest and
+    k-th largest value where k is the largest with P(Binomial(n, 1/2) < k) <= (1-confidence)/2."""
+    ordered = sorted(values)
+    n = len(ordered)
+    tail = (1 - confidence) / 2
+    k, below = 0, 0.0
+    while below + math.comb(n, k) / 2**n <= tail:
+        below += math.comb(n, k) / 2**n
+        k += 1
+    if k == 0:
+        raise ValueError(f"{n} rounds cannot give a {confidence:.0%} interval; use at least 6")
+    middle = n // 2
+    median = ordered[middle] if n % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+    return ordered[k - 1], median, ordered[n - k]
+
+
+def verdict(kernel: str, ratios: Sequence[float], threshold: float = THRESHOLD) -> Verdict:
+    low, median, high = median_interval(ratios)
+    return Verdict(kernel, median, low, high, len(ratios), threshold)
+
+
+def table(verdicts: Sequence[Verdict]) -> str:
+    header = [
+        f"kernel | new/base (median) | {CONFIDENCE:.0%} interval | rounds | verdict",
+        "--- | --- | --- | --- | ---",
+    ]
+    return "\n".join(header + [v.row() for v in sorted(verdicts, key=lambda v: -v.low)])
+
+
+class Side:
+    """One tree's kernel process: warmed up on start, then times calls on request."""
+
+    def __init__(self, tree: Path, home: Path, kernels: Sequence[str]):
+        env = {**os.environ, "PYTHONPATH": str(tree), "GNNBENCH_HOME": str(home)}
+        self.tree = tree
+        self.process = subprocess.Popen(
+            [sys.executable, str(KERNEL_SCRIPT), str(home), ",".join(kernels)],
+            cwd=tree,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            bufsize=1,
+        )
+        line = self.process.stdout.readline()
+        if not line:
+            raise RuntimeError(f"{tree}: the kernel process ended before it was ready")
+        self.warm: dict[str, float] = json.loads(line)
+
+    def seconds(self, kernel: str, calls: int) -> float:
+        self.process.stdin.write(f"{kernel} {calls}\n")
+        return float(self.process.stdout.readline())
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait()
+
+
+def round_ratios(
+    base: Side, new: Side, kernels: Sequence[str], rounds: int, repeats: int
+) -> dict[str, list[float]]:
+    """Per kernel, new/base of each round's fastest call, the two sides timed alternately."""
+    calls = {k: max(1, round(CALL_SECONDS / base.warm[k])) for k in kernels}
+    ratios: dict[str, list[float]] = {k: [] for k in kernels}
+    for number in range(rounds):
+        sides = (base, new) if number % 2 == 0 else (new, base)
+        for kernel in kernels:
+            fastest = {base: math.inf, new: math.inf}
+            for _ in range(repeats):
+                for side in sides:
+                    fastest[side] = min(fastest[side], side.seconds(kernel, calls[kernel]))
+            ratios[kernel].append(fastest[new] / fastest[base])
+        print(f"round {number + 1}/{rounds} done", file=sys.stderr, flush=True)
+    return ratios
+
+
+def compare_trees(
+    base_tree: Path,
+    new_tree: Path,
+    kernels: Sequence[str],
+    rounds: int = ROUNDS,
+    repeats: int = REPEATS,
+    threshold: float = THRESHOLD,
+    home: Path = BENCH_HOME,
+) -> tuple[list[Verdict], list[str]]:
+    """Verdicts for the kernels both trees have, and the kernels one of them lacks."""
+    with contextlib.ExitStack() as stack:
+        sides = []
+        for tree in (base_tree, new_tree):
+            sides.append(Side(tree, home, kernels))
+            stack.callback(sides[-1].close)
+        base, new = sides
+        common = [k for k in kernels if k in base.warm and k in new.warm]
+        ratios = round_ratios(base, new, common, rounds, repeats)
+    missing = [k for k in kernels if k not in common]
+    return [verdict(k, ratios[k], threshold) for k in common], missing
+
+
+@contextlib.contextmanager
+def worktree(rev: str) -> Iterator[Path]:
+    """`rev` checked out (detached) in a temporary worktree, removed however the block ends."""
+    with tempfile.TemporaryDirectory(prefix="bench-compare-") as tmp:
+        path = Path(tmp) / "base"
+        git("worktree", "add", "--detach", "--quiet", str(path), rev)
+        try:
+            yield path
+        finally:
+            git("worktree", "remove", "--force", str(path))
+
+
+def git(*args: str) -> str:
+    return subprocess.run(
+        ["git", "-C", str(REPO_ROOT), *args], check=True, capture_output=True, text=True
+    ).stdout.strip()
+
+
+def default_base() -> str:
+    return git("merge-base", "HEAD", "main")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--base", help="revision to compare against (default: merge base with main)"
+    )
+    parser.add_argument("--rounds", type=int, default=ROUNDS)
+    parser.add_argument("--threshold", type=float, default=THRESHOLD)
+    parser.add_argument("--kernels", help="comma-separated; default: the fixed set + touched files")
+    args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # remove the worktree on kill too
+    base_rev = git("rev-parse", args.base or default_base())
+    touched = git("diff", "--name-only", base_rev).splitlines()
+    kernels = args.kernels.split(",") if args.kernels else kernels_for(touched)
+    print(f"comparing the working tree with {base_rev[:12]}: {', '.join(kernels)}", flush=True)
+    with worktree(base_rev) as base_tree:
+        verdicts, missing = compare_trees(
+            base_tree, REPO_ROOT, kernels, args.rounds, threshold=args.threshold
+        )
+    print(table(verdicts))
+    if missing:
+        print(f"not compared (absent on one side): {', '.join(missing)}")
+    regressed = [v.kernel for v in verdicts if v.regressed]
+    if regressed:
+        print(f"bench-compare: REGRESSED: {', '.join(regressed)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
