@@ -23,7 +23,19 @@ def test_gate_verdicts():
     assert Gate("f1", 0.80, 0.79, "higher").passed
     assert Gate("speed", 10.0, 29.9, "speed").passed
     assert not Gate("speed", 10.0, 30.1, "speed").passed
-    assert Gate("new", None, 3.0, "lower").passed
+
+
+@pytest.mark.parametrize("kind", ["lower", "higher", "speed"])
+def test_a_gate_without_baseline_fails_and_says_how_to_create_one(kind, tmp_path):
+    gate = BaselineFile(tmp_path / "speed.json").gate(
+        "hdrf/powerlaw-5M/p8/reference_passes", 3.0, kind
+    )
+    assert not gate.passed
+    assert failures([gate]) == [
+        "hdrf/powerlaw-5M/p8/reference_passes: no baseline in bench/baselines/ (now 3.0); "
+        "create it with `make bench-baselines` and commit the diff"
+    ]
+    assert "REGRESSED" in table([gate])
 
 
 def test_baseline_file_round_trip_and_table(tmp_path):
