@@ -6,8 +6,9 @@ BASE is checked out in a temporary git worktree (removed afterwards, also on Ctr
 runs bench/ab_kernels.py in a process of its own with its tree first on PYTHONPATH, warms up
 (compiles) every kernel on the same generated graph, then the two are timed alternately: each
 round times every kernel on both sides, `repeats` calls each, the side that goes first
-alternating. A round's ratio is new/base of the fastest call on each side (interference only
-adds time). The verdict is on the median of the per-round ratios: a kernel regresses when the
+alternating. Calls are timed in CPU seconds of the kernel's process (user + system): on a shared
+2-core machine wall time mostly measures the neighbours (the wall ratio is shown, not judged). A
+round's ratio is new/base of the fastest call on each side (interference only adds time). The verdict is on the median of the per-round ratios: a kernel regresses when the
 lower end of its distribution-free 95% confidence interval (order statistics of the rounds'
 ratios, a sign-test interval) is above the threshold, i.e. when the slowdown is credibly above it.
 """
@@ -35,8 +36,8 @@ KERNEL_SCRIPT = Path(__file__).resolve().parent / "ab_kernels.py"
 THRESHOLD = 1.2  # new/base: a slowdown credibly above 20% fails (issue 28)
 CONFIDENCE = 0.95
 ROUNDS = 10  # the fewest rounds whose 95% interval does not reach down to the slowest round is 6
-REPEATS = 2  # calls per side per round; the fastest counts
-CALL_SECONDS = 0.25  # a short kernel is looped to about this long, the same count on both sides
+REPEATS = 1  # calls per side per round; the fastest counts
+CALL_SECONDS = 0.1  # a short kernel is looped to about this long, the same count on both sides
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,7 @@ class Verdict:
     low: float
     high: float
     rounds: int
+    wall_median: float = math.nan
     threshold: float = THRESHOLD
 
     @property
@@ -58,7 +60,7 @@ class Verdict:
         verdict = f"REGRESSED (> {self.threshold:g})" if self.regressed else "ok"
         return (
             f"{self.kernel} | {self.median:.3f} | [{self.low:.3f}, {self.high:.3f}] | "
-            f"{self.rounds} | {verdict}"
+            f"{self.wall_median:.3f} | {self.rounds} | {verdict}"
         )
 
 
@@ -79,15 +81,22 @@ def median_interval(values: Sequence[float], confidence: float = CONFIDENCE) -> 
     return ordered[k - 1], median, ordered[n - k]
 
 
-def verdict(kernel: str, ratios: Sequence[float], threshold: float = THRESHOLD) -> Verdict:
+def verdict(
+    kernel: str,
+    ratios: Sequence[float],
+    threshold: float = THRESHOLD,
+    wall_ratios: Sequence[float] = (math.nan,),
+) -> Verdict:
     low, median, high = median_interval(ratios)
-    return Verdict(kernel, median, low, high, len(ratios), threshold)
+    wall_median = sorted(wall_ratios)[len(wall_ratios) // 2]
+    return Verdict(kernel, median, low, high, len(ratios), wall_median, threshold)
 
 
 def table(verdicts: Sequence[Verdict]) -> str:
     header = [
-        f"kernel | new/base (median) | {CONFIDENCE:.0%} interval | rounds | verdict",
-        "--- | --- | --- | --- | ---",
+        f"kernel | new/base CPU (median) | {CONFIDENCE:.0%} interval | wall (median) | rounds | "
+        "verdict",
+        "--- | --- | --- | --- | --- | ---",
     ]
     return "\n".join(header + [v.row() for v in sorted(verdicts, key=lambda v: -v.low)])
 
@@ -112,9 +121,11 @@ class Side:
             raise RuntimeError(f"{tree}: the kernel process ended before it was ready")
         self.warm: dict[str, float] = json.loads(line)
 
-    def seconds(self, kernel: str, calls: int) -> float:
+    def seconds(self, kernel: str, calls: int) -> tuple[float, float]:
+        """(CPU, wall) seconds of `calls` calls of `kernel`."""
         self.process.stdin.write(f"{kernel} {calls}\n")
-        return float(self.process.stdout.readline())
+        cpu, wall = self.process.stdout.readline().split()
+        return float(cpu), float(wall)
 
     def close(self) -> None:
         if self.process.poll() is None:
@@ -124,18 +135,21 @@ class Side:
 
 def round_ratios(
     base: Side, new: Side, kernels: Sequence[str], rounds: int, repeats: int
-) -> dict[str, list[float]]:
-    """Per kernel, new/base of each round's fastest call, the two sides timed alternately."""
+) -> dict[str, list[tuple[float, float]]]:
+    """Per kernel, new/base (CPU, wall) of each round's fastest call, the sides timed alternately."""
     calls = {k: max(1, round(CALL_SECONDS / base.warm[k])) for k in kernels}
-    ratios: dict[str, list[float]] = {k: [] for k in kernels}
+    ratios: dict[str, list[tuple[float, float]]] = {k: [] for k in kernels}
     for number in range(rounds):
         sides = (base, new) if number % 2 == 0 else (new, base)
         for kernel in kernels:
-            fastest = {base: math.inf, new: math.inf}
+            fastest = {base: (math.inf,) * 2, new: (math.inf,) * 2}
             for _ in range(repeats):
                 for side in sides:
-                    fastest[side] = min(fastest[side], side.seconds(kernel, calls[kernel]))
-            ratios[kernel].append(fastest[new] / fastest[base])
+                    timing = side.seconds(kernel, calls[kernel])
+                    fastest[side] = tuple(map(min, fastest[side], timing))
+            ratios[kernel].append(
+                tuple(n / b for n, b in zip(fastest[new], fastest[base], strict=True))
+            )
         print(f"round {number + 1}/{rounds} done", file=sys.stderr, flush=True)
     return ratios
 
@@ -159,7 +173,11 @@ def compare_trees(
         common = [k for k in kernels if k in base.warm and k in new.warm]
         ratios = round_ratios(base, new, common, rounds, repeats)
     missing = [k for k in kernels if k not in common]
-    return [verdict(k, ratios[k], threshold) for k in common], missing
+    verdicts = [
+        verdict(k, [cpu for cpu, _ in ratios[k]], threshold, [wall for _, wall in ratios[k]])
+        for k in common
+    ]
+    return verdicts, missing
 
 
 @contextlib.contextmanager
