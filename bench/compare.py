@@ -36,8 +36,8 @@ KERNEL_SCRIPT = Path(__file__).resolve().parent / "ab_kernels.py"
 THRESHOLD = 1.2  # new/base: a slowdown credibly above 20% fails (issue 28)
 CONFIDENCE = 0.95
 ROUNDS = 10  # the fewest rounds whose 95% interval does not reach down to the slowest round is 6
-REPEATS = 1  # calls per side per round; the fastest counts
-CALL_SECONDS = 0.1  # a short kernel is looped to about this long, the same count on both sides
+REPEATS = 2  # calls per side per round; the fastest counts
+CALL_SECONDS = 0.3  # a short kernel is looped to about this long, the same count on both sides
 
 
 @dataclass(frozen=True)
@@ -116,9 +116,13 @@ class Side:
             text=True,
             bufsize=1,
         )
-        line = self.process.stdout.readline()
-        if not line:
-            raise RuntimeError(f"{tree}: the kernel process ended before it was ready")
+        try:  # interrupted during the warm-up, the process must not outlive us
+            line = self.process.stdout.readline()
+            if not line:
+                raise RuntimeError(f"{tree}: the kernel process ended before it was ready")
+        except BaseException:
+            self.close()
+            raise
         self.warm: dict[str, float] = json.loads(line)
 
     def seconds(self, kernel: str, calls: int) -> tuple[float, float]:
