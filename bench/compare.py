@@ -102,7 +102,7 @@ def table(verdicts: Sequence[Verdict]) -> str:
 
 
 class Side:
-    """One tree's kernel process: warmed up on start, then times calls on request."""
+    """One tree's kernel process: started (warming up), ready(), then times calls on request."""
 
     def __init__(self, tree: Path, home: Path, kernels: Sequence[str]):
         env = {**os.environ, "PYTHONPATH": str(tree), "GNNBENCH_HOME": str(home)}
@@ -116,14 +116,14 @@ class Side:
             text=True,
             bufsize=1,
         )
-        try:  # interrupted during the warm-up, the process must not outlive us
-            line = self.process.stdout.readline()
-            if not line:
-                raise RuntimeError(f"{tree}: the kernel process ended before it was ready")
-        except BaseException:
-            self.close()
-            raise
-        self.warm: dict[str, float] = json.loads(line)
+        self.warm: dict[str, float] = {}
+
+    def ready(self) -> None:
+        """Wait for the warm-up; then `warm` holds each kernel's CPU seconds per call."""
+        line = self.process.stdout.readline()
+        if not line:
+            raise RuntimeError(f"{self.tree}: the kernel process ended before it was ready")
+        self.warm = json.loads(line)
 
     def seconds(self, kernel: str, calls: int) -> tuple[float, float]:
         """(CPU, wall) seconds of `calls` calls of `kernel`."""
@@ -169,11 +169,16 @@ def compare_trees(
 ) -> tuple[list[Verdict], list[str]]:
     """Verdicts for the kernels both trees have, and the kernels one of them lacks."""
     with contextlib.ExitStack() as stack:
+        graph = Side(new_tree, home, [])  # generates the graph into the shared cache, once
+        stack.callback(graph.close)
+        graph.ready()
         sides = []
-        for tree in (base_tree, new_tree):
+        for tree in (base_tree, new_tree):  # both warm up at once
             sides.append(Side(tree, home, kernels))
             stack.callback(sides[-1].close)
         base, new = sides
+        base.ready()
+        new.ready()
         common = [k for k in kernels if k in base.warm and k in new.warm]
         ratios = round_ratios(base, new, common, rounds, repeats)
     missing = [k for k in kernels if k not in common]

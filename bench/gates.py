@@ -121,22 +121,32 @@ def reference_pass(store_dir: Path, chunk_edges: int = 1 << 20) -> np.ndarray:
     return degree
 
 
-def run_times(work: Callable[[], object], repeats: int) -> list[float]:
-    """Seconds of each of `repeats` calls of `work`."""
+Timer = Callable[[], float]
+
+
+def run_times(
+    work: Callable[[], object], repeats: int, timer: Timer = time.perf_counter
+) -> list[float]:
+    """Seconds (of `timer`: wall clock, or time.process_time for CPU) of `repeats` calls."""
     times = []
     for _ in range(repeats):
-        started = time.perf_counter()
+        started = timer()
         work()
-        times.append(time.perf_counter() - started)
+        times.append(timer() - started)
     return times
 
 
-def median_seconds(work: Callable[[], object], rounds: int) -> float:
-    return sorted(run_times(work, rounds))[rounds // 2]
+def median_seconds(
+    work: Callable[[], object], rounds: int, timer: Timer = time.perf_counter
+) -> float:
+    return sorted(run_times(work, rounds, timer))[rounds // 2]
 
 
 def paired_ratio(
-    work: Callable[[], object], reference: Callable[[], object], rounds: int = 5
+    work: Callable[[], object],
+    reference: Callable[[], object],
+    rounds: int = 5,
+    timer: Timer = time.perf_counter,
 ) -> float:
     """Fastest time(work) over fastest time(reference), the two timed back to back each round.
 
@@ -144,9 +154,9 @@ def paired_ratio(
     rounds is the steadiest estimate of each; each side is repeated until it spans about 0.1 s,
     so short jobs are not timed at the clock's noise floor.
     """
-    repeats = [max(1, round(0.1 / median_seconds(job, 1))) for job in (reference, work)]
+    repeats = [max(1, round(0.1 / median_seconds(job, 1, timer))) for job in (reference, work)]
     fastest_reference = fastest_work = float("inf")
     for _ in range(rounds):
-        fastest_reference = min(fastest_reference, *run_times(reference, repeats[0]))
-        fastest_work = min(fastest_work, *run_times(work, repeats[1]))
+        fastest_reference = min(fastest_reference, *run_times(reference, repeats[0], timer))
+        fastest_work = min(fastest_work, *run_times(work, repeats[1], timer))
     return fastest_work / fastest_reference
