@@ -27,10 +27,13 @@ BENCH_HOME = Path(
 )
 QUALITY_REL_TOL = 0.01  # RF, edge cut, balance: worse by more than 1% fails
 F1_ABS_TOL = 0.02  # test F1: lower by more than 0.02 fails
-# Speed: more than 3x the committed ratio to the degree pass fails. The cache-resident degree pass
-# makes the ratio move by up to ~2.3x between a fresh-clone CI run and a long-used checkout on this
-# machine; the committed ratios are CI's.
-SPEED_MAX_FACTOR = 3.0
+# Speed (CPU seconds over the reference pass's): more than SPEED_MAX_FACTOR x the committed ratio
+# fails. SPREAD_COMMENT
+SPEED_MAX_FACTOR = 1.5
+# Start-up (wall seconds of whole processes, bench/test_startup.py): not re-measured in issue 28;
+# the limit stays where it was.
+STARTUP_MAX_FACTOR = 3.0
+SPEED_FACTORS = {"speed": SPEED_MAX_FACTOR, "startup": STARTUP_MAX_FACTOR}
 
 
 @dataclass(frozen=True)
@@ -40,7 +43,7 @@ class Gate:
     key: str
     baseline: float | None
     now: float
-    kind: str  # "lower" (quality), "higher" (F1) or "speed"
+    kind: str  # "lower" (quality), "higher" (F1), "speed" or "startup"
 
     @property
     def change(self) -> float | None:
@@ -56,7 +59,7 @@ class Gate:
             return self.now <= self.baseline * (1 + QUALITY_REL_TOL) + 1e-12
         if self.kind == "higher":
             return self.now >= self.baseline - F1_ABS_TOL
-        return self.now <= self.baseline * SPEED_MAX_FACTOR
+        return self.now <= self.baseline * SPEED_FACTORS[self.kind]
 
     def message(self) -> str:
         if self.baseline is None:
@@ -67,8 +70,7 @@ class Gate:
         limit = {
             "lower": f"tolerance {QUALITY_REL_TOL:.0%} relative",
             "higher": f"tolerance {F1_ABS_TOL} absolute",
-            "speed": f"limit {SPEED_MAX_FACTOR}x the baseline ratio",
-        }[self.kind]
+        }.get(self.kind, f"limit {SPEED_FACTORS.get(self.kind)}x the baseline ratio")
         change = "" if self.change is None else f" ({self.change:+.1%})"
         return f"{self.key}: baseline {self.baseline:.6g}, now {self.now:.6g}{change}; {limit}"
 

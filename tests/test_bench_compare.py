@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 
 from bench.ab_kernels import DEFAULT_KERNELS, kernels_for
-from bench.compare import THRESHOLD, compare_trees, median_interval, table, verdict
+from bench.compare import ROUNDS, THRESHOLD, compare_trees, median_interval, table, verdict
 
 REPO = Path(__file__).resolve().parent.parent
 
 
-def synthetic_ratios(true_ratio: float, noise: float, rounds: int = 10, seed: int = 0):
+def synthetic_ratios(true_ratio: float, noise: float, rounds: int = ROUNDS, seed: int = 0):
     """Per-round ratios of two timings, each with multiplicative log-normal noise."""
     rng = np.random.default_rng(seed)
     base = np.exp(rng.normal(0, noise, rounds))
@@ -26,6 +26,8 @@ def synthetic_ratios(true_ratio: float, noise: float, rounds: int = 10, seed: in
 def test_interval_is_the_sign_test_interval_of_the_median():
     # n=10: P(Bin(10, 1/2) <= 1) = 11/1024 <= 2.5% < P(<= 2) = 56/1024, so the 2nd smallest/largest
     assert median_interval(range(10)) == (1, 4.5, 8)
+    # n=12: P(<= 2) = 79/4096 <= 2.5% < P(<= 3) = 299/4096: the 3rd
+    assert median_interval(range(12)) == (2, 5.5, 9)
     assert median_interval(range(7)) == (0, 3, 6)
     with pytest.raises(ValueError, match="at least 6"):
         median_interval(range(5))
