@@ -28,7 +28,11 @@ BENCH_HOME = Path(
 QUALITY_REL_TOL = 0.01  # RF, edge cut, balance: worse by more than 1% fails
 F1_ABS_TOL = 0.02  # test F1: lower by more than 0.02 fails
 # Speed (CPU seconds over the reference pass's): more than SPEED_MAX_FACTOR x the committed ratio
-# fails. SPREAD_COMMENT
+# fails. Measured run-to-run spread of the CPU-timed ratio (4 runs in one session, 2 M edges, load
+# 18-20 on 2 cores): max/min 1.01 ldg, 1.01 GNN-ready, 1.25 spring, 1.33 hdrf (one low run). 1.5
+# stays above that with ~13% for the difference between the machine state at baseline time and now;
+# the wall-clock ratio it replaces differed by up to 2x between two estimates in one run (ldg, twops),
+# which is why the old limit had reached 3x. The 1.3x regressions are the A/B gate's (compare.py).
 SPEED_MAX_FACTOR = 1.5
 # Start-up (wall seconds of whole processes, bench/test_startup.py): not re-measured in issue 28;
 # the limit stays where it was.
