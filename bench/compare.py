@@ -8,9 +8,10 @@ runs bench/ab_kernels.py in a process of its own with its tree first on PYTHONPA
 round times every kernel on both sides, `repeats` calls each, the side that goes first
 alternating. Calls are timed in CPU seconds of the kernel's process (user + system): on a shared
 2-core machine wall time mostly measures the neighbours (the wall ratio is shown, not judged). A
-round's ratio is new/base of the fastest call on each side (interference only adds time). The verdict is on the median of the per-round ratios: a kernel regresses when the
-lower end of its distribution-free 95% confidence interval (order statistics of the rounds'
-ratios, a sign-test interval) is above the threshold, i.e. when the slowdown is credibly above it.
+round's ratio is new/base of the fastest call on each side (interference only adds time). The
+verdict is on the centre of the per-round ratios (Hodges-Lehmann estimate of the log ratios): a
+kernel regresses when the lower end of its 95% Wilcoxon signed-rank confidence interval is above
+the threshold, i.e. when the slowdown is credibly above it.
 """
 
 from __future__ import annotations
@@ -66,21 +67,33 @@ class Verdict:
         )
 
 
-def median_interval(values: Sequence[float], confidence: float = CONFIDENCE) -> tuple[float, ...]:
-    """(low, median, high): the median and its distribution-free interval, the k-th smallest and
-    k-th largest value where k is the largest with P(Binomial(n, 1/2) < k) <= (1-confidence)/2."""
-    ordered = sorted(values)
-    n = len(ordered)
-    tail = (1 - confidence) / 2
-    k, below = 0, 0.0
-    while below + math.comb(n, k) / 2**n <= tail:
-        below += math.comb(n, k) / 2**n
+def signed_rank_counts(n: int) -> list[int]:
+    """How many of the 2**n sign patterns give each Wilcoxon signed-rank sum 0..n(n+1)/2."""
+    counts = [1] + [0] * (n * (n + 1) // 2)
+    for rank in range(1, n + 1):
+        for total in range(len(counts) - 1, rank - 1, -1):
+            counts[total] += counts[total - rank]
+    return counts
+
+
+def median_interval(ratios: Sequence[float], confidence: float = CONFIDENCE) -> tuple[float, ...]:
+    """(low, centre, high) of the ratios' centre: the Hodges-Lehmann estimate of the log ratios
+    (median of the Walsh averages) and its Wilcoxon signed-rank interval, the k-th smallest and
+    k-th largest Walsh average with k the largest where P(W <= k - 1) <= (1 - confidence) / 2.
+    Rank-based: one disturbed round moves it little, unlike a mean."""
+    logs = [math.log(r) for r in ratios]
+    n = len(logs)
+    walsh = sorted((logs[i] + logs[j]) / 2 for i in range(n) for j in range(i, n))
+    counts, tail = signed_rank_counts(n), (1 - confidence) / 2 * 2**n
+    k, below = 0, 0
+    while below + counts[k] <= tail:
+        below += counts[k]
         k += 1
     if k == 0:
         raise ValueError(f"{n} rounds cannot give a {confidence:.0%} interval; use at least 6")
-    middle = n // 2
-    median = ordered[middle] if n % 2 else (ordered[middle - 1] + ordered[middle]) / 2
-    return ordered[k - 1], median, ordered[n - k]
+    middle = len(walsh) // 2
+    centre = walsh[middle] if len(walsh) % 2 else (walsh[middle - 1] + walsh[middle]) / 2
+    return tuple(math.exp(x) for x in (walsh[k - 1], centre, walsh[-k]))
 
 
 def verdict(
@@ -96,7 +109,7 @@ def verdict(
 
 def table(verdicts: Sequence[Verdict]) -> str:
     header = [
-        f"kernel | new/base CPU (median) | {CONFIDENCE:.0%} interval | wall (median) | rounds | "
+        f"kernel | new/base CPU (centre) | {CONFIDENCE:.0%} interval | wall (median) | rounds | "
         "verdict",
         "--- | --- | --- | --- | --- | ---",
     ]

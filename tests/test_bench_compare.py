@@ -10,7 +10,15 @@ import numpy as np
 import pytest
 
 from bench.ab_kernels import DEFAULT_KERNELS, kernels_for
-from bench.compare import ROUNDS, THRESHOLD, compare_trees, median_interval, table, verdict
+from bench.compare import (
+    ROUNDS,
+    THRESHOLD,
+    compare_trees,
+    median_interval,
+    signed_rank_counts,
+    table,
+    verdict,
+)
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -23,14 +31,16 @@ def synthetic_ratios(true_ratio: float, noise: float, rounds: int = ROUNDS, seed
     return list(new / base)
 
 
-def test_interval_is_the_sign_test_interval_of_the_median():
-    # n=10: P(Bin(10, 1/2) <= 1) = 11/1024 <= 2.5% < P(<= 2) = 56/1024, so the 2nd smallest/largest
-    assert median_interval(range(10)) == (1, 4.5, 8)
-    # n=12: P(<= 2) = 79/4096 <= 2.5% < P(<= 3) = 299/4096: the 3rd
-    assert median_interval(range(12)) == (2, 5.5, 9)
-    assert median_interval(range(7)) == (0, 3, 6)
+def test_interval_is_the_signed_rank_interval_of_the_hodges_lehmann_estimate():
+    assert signed_rank_counts(3) == [1, 1, 1, 2, 1, 1, 1]  # sums of subsets of {1, 2, 3}
+    # n=12: P(W <= 13) = 87/4096 <= 2.5% < P(W <= 14): the 14th smallest and largest of the 78
+    # Walsh averages; for log ratios 0..11 those are 3.0 and 8.0, the centre 5.5
+    logs = [math.log(r) for r in median_interval([math.exp(x) for x in range(12)])]
+    assert logs == pytest.approx([3.0, 5.5, 8.0])
+    logs = [math.log(r) for r in median_interval([math.exp(x) for x in range(6)])]
+    assert logs == pytest.approx([0.0, 2.5, 5.0])  # n=6: P(W = 0) = 1/64, the extremes
     with pytest.raises(ValueError, match="at least 6"):
-        median_interval(range(5))
+        median_interval([1.0] * 5)
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -43,16 +53,16 @@ def test_verdict_fails_a_true_1_3x_and_passes_1_0(seed):
 
 
 def test_one_slow_round_does_not_fail_a_kernel():
-    ratios = [1.0, 1.02, 0.98, 1.01, 0.99, 1.0, 1.03, 0.97, 1.0, 2.5]  # one disturbed round
-    assert not verdict("sampler", ratios).regressed
-    ratios = [1.3, 1.32, 1.28, 1.31, 1.29, 1.3, 1.33, 1.27, 1.3, 0.9]  # one undisturbed base
+    ratios = [1.0, 1.02, 0.98, 1.01, 0.99, 1.0, 1.03, 0.97, 1.0, 1.01, 0.99, 2.5]  # one disturbed
+    assert len(ratios) == ROUNDS and not verdict("sampler", ratios).regressed
+    ratios = [1.3, 1.32, 1.28, 1.31, 1.29, 1.3, 1.33, 1.27, 1.3, 1.29, 1.31, 0.9]  # one slow base
     assert verdict("sampler", ratios).regressed
 
 
 def test_table_names_the_regressed_kernel():
-    text = table([verdict("hdrf", [1.3] * 10, wall_ratios=[1.5] * 10), verdict("ldg", [1.0] * 10)])
-    assert "hdrf | 1.300 | [1.300, 1.300] | 1.500 | 10 | REGRESSED (> 1.2)" in text
-    assert "ldg | 1.000 | [1.000, 1.000] | nan | 10 | ok" in text
+    text = table([verdict("hdrf", [1.3] * 12, wall_ratios=[1.5] * 12), verdict("ldg", [1.0] * 12)])
+    assert "hdrf | 1.300 | [1.300, 1.300] | 1.500 | 12 | REGRESSED (> 1.2)" in text
+    assert "ldg | 1.000 | [1.000, 1.000] | nan | 12 | ok" in text
 
 
 def test_touched_files_select_their_kernels():
