@@ -133,6 +133,7 @@ def test_planted_slowdowns_fail_the_gate(tmp_path):
     planted = planted_tree(tmp_path / "planted", PLANTS)
     verdicts, missing = compare_trees(REPO, planted, [*PLANTS, "ldg"])
     report = table(verdicts)
+    print(f"\n{report}")  # pytest -s shows the table
     assert not missing
     assert {v.kernel for v in verdicts if v.regressed} == set(PLANTS), report
     rows = {line.split(" | ")[0]: line for line in report.splitlines()}
