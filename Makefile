@@ -4,7 +4,7 @@ VENV ?= .venv
 PYTHON := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: install run test bench bench-baselines lint clean setup-baselines gpu-check
+.PHONY: install run test bench bench-baselines bench-compare lint clean setup-baselines gpu-check
 
 install: $(VENV)/.installed
 
@@ -29,6 +29,10 @@ bench: install  ## regression gates: quality + speed vs bench/baselines/*.json; 
 
 bench-baselines: install  ## accept the current figures as the new baselines (review the git diff)
 	$(PYTHON) -m pytest bench -m "not slow" --update-baselines $(PYTEST_ARGS)
+
+BASE ?=
+bench-compare: install  ## A/B speed vs BASE (default: merge base with main), interleaved in one run; names each kernel credibly >1.2x slower
+	$(PYTHON) -m bench.compare $(if $(BASE),--base $(BASE))
 
 gpu-check: install  ## every training mode on CUDA (num_gpus=1) and the gpu-marked tests; writes docs/gpu.md
 	$(PYTHON) scripts/gpu_check.py

@@ -2,24 +2,42 @@
 
 Quality figures (replication factor, edge cut, balance) are deterministic for fixed seeds, so they
 are gated tightly (relative tolerance). F1 of a short seeded training run is gated within an
-absolute band. Speed is gated as a ratio to a reference measured in the same run (one compiled
-degree pass), and only a large regression fails, because these machines swing by +-50%.
+absolute band. Speed is gated as a ratio to a reference pass timed alternately in the same run
+(plain numpy over edges.bin, none of gnnbench's code); this is the second line behind the A/B
+comparison of `make bench-compare` (bench/compare.py). Baselines are written only by
+`--update-baselines` (make bench-baselines); a figure without one fails.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
+# Generated graphs of the gates and of `make bench-compare`, one cache for both.
+BENCH_HOME = Path(
+    os.environ.get(
+        "GNNBENCH_BENCH_HOME", Path(__file__).resolve().parent.parent / ".benchmarks" / "home"
+    )
+)
 QUALITY_REL_TOL = 0.01  # RF, edge cut, balance: worse by more than 1% fails
 F1_ABS_TOL = 0.02  # test F1: lower by more than 0.02 fails
-# Speed: more than 3x the committed ratio to the degree pass fails. The cache-resident degree pass
-# makes the ratio move by up to ~2.3x between a fresh-clone CI run and a long-used checkout on this
-# machine; the committed ratios are CI's.
-SPEED_MAX_FACTOR = 3.0
+# Speed (CPU seconds over the reference pass's): more than SPEED_MAX_FACTOR x the committed ratio
+# fails. Measured run-to-run spread of the CPU-timed ratio (4 runs in one session, 2 M edges, load
+# 18-20 on 2 cores): max/min 1.01 ldg, 1.01 GNN-ready, 1.25 spring, 1.33 hdrf (one low run). 1.5
+# stays above that with ~13% for the difference between the machine state at baseline time and now;
+# the wall-clock ratio it replaces differed by up to 2x between two estimates in one run (ldg, twops),
+# which is why the old limit had reached 3x. The 1.3x regressions are the A/B gate's (compare.py).
+SPEED_MAX_FACTOR = 1.5
+# Start-up (wall seconds of whole processes, bench/test_startup.py): not re-measured in issue 28;
+# the limit stays where it was.
+STARTUP_MAX_FACTOR = 3.0
+SPEED_FACTORS = {"speed": SPEED_MAX_FACTOR, "startup": STARTUP_MAX_FACTOR}
 
 
 @dataclass(frozen=True)
@@ -29,7 +47,7 @@ class Gate:
     key: str
     baseline: float | None
     now: float
-    kind: str  # "lower" (quality), "higher" (F1) or "speed"
+    kind: str  # "lower" (quality), "higher" (F1), "speed" or "startup"
 
     @property
     def change(self) -> float | None:
@@ -40,19 +58,23 @@ class Gate:
     @property
     def passed(self) -> bool:
         if self.baseline is None:
-            return True  # new figure: nothing to regress against until the baseline is refreshed
+            return False  # a gate that cannot fail is no gate
         if self.kind == "lower":
             return self.now <= self.baseline * (1 + QUALITY_REL_TOL) + 1e-12
         if self.kind == "higher":
             return self.now >= self.baseline - F1_ABS_TOL
-        return self.now <= self.baseline * SPEED_MAX_FACTOR
+        return self.now <= self.baseline * SPEED_FACTORS[self.kind]
 
     def message(self) -> str:
+        if self.baseline is None:
+            return (
+                f"{self.key}: no baseline in bench/baselines/ (now {self.now!r}); create it with "
+                "`make bench-baselines` and commit the diff"
+            )
         limit = {
             "lower": f"tolerance {QUALITY_REL_TOL:.0%} relative",
             "higher": f"tolerance {F1_ABS_TOL} absolute",
-            "speed": f"limit {SPEED_MAX_FACTOR}x the baseline ratio",
-        }[self.kind]
+        }.get(self.kind, f"limit {SPEED_FACTORS.get(self.kind)}x the baseline ratio")
         change = "" if self.change is None else f" ({self.change:+.1%})"
         return f"{self.key}: baseline {self.baseline:.6g}, now {self.now:.6g}{change}; {limit}"
 
@@ -91,22 +113,46 @@ def table(gates: Iterable[Gate]) -> str:
     return "\n".join(rows)
 
 
-def run_times(work: Callable[[], object], repeats: int) -> list[float]:
-    """Seconds of each of `repeats` calls of `work`."""
+def reference_pass(store_dir: Path, chunk_edges: int = 1 << 20) -> np.ndarray:
+    """Every node's degree from edges.bin, read by a plain memmap in chunks and np.bincount: the
+    speed gates' yardstick, which shares no code (store reader, edge stream, numba) with what
+    they time, so a slowdown there cannot cancel out of the ratio."""
+    meta = json.loads((Path(store_dir) / "meta.json").read_text())
+    num_nodes = int(meta["num_nodes"])
+    dtype = np.dtype(meta["id_dtype"]).newbyteorder("<")
+    edges = np.memmap(Path(store_dir) / "edges.bin", dtype=dtype, mode="r").reshape(-1, 2)
+    degree = np.zeros(num_nodes, dtype=np.int64)
+    for start in range(0, len(edges), chunk_edges):
+        degree += np.bincount(edges[start : start + chunk_edges].ravel(), minlength=num_nodes)
+    return degree
+
+
+Timer = Callable[[], float]
+
+
+def run_times(
+    work: Callable[[], object], repeats: int, timer: Timer = time.perf_counter
+) -> list[float]:
+    """Seconds (of `timer`: wall clock, or time.process_time for CPU) of `repeats` calls."""
     times = []
     for _ in range(repeats):
-        started = time.perf_counter()
+        started = timer()
         work()
-        times.append(time.perf_counter() - started)
+        times.append(timer() - started)
     return times
 
 
-def median_seconds(work: Callable[[], object], rounds: int) -> float:
-    return sorted(run_times(work, rounds))[rounds // 2]
+def median_seconds(
+    work: Callable[[], object], rounds: int, timer: Timer = time.perf_counter
+) -> float:
+    return sorted(run_times(work, rounds, timer))[rounds // 2]
 
 
 def paired_ratio(
-    work: Callable[[], object], reference: Callable[[], object], rounds: int = 5
+    work: Callable[[], object],
+    reference: Callable[[], object],
+    rounds: int = 5,
+    timer: Timer = time.perf_counter,
 ) -> float:
     """Fastest time(work) over fastest time(reference), the two timed back to back each round.
 
@@ -114,9 +160,9 @@ def paired_ratio(
     rounds is the steadiest estimate of each; each side is repeated until it spans about 0.1 s,
     so short jobs are not timed at the clock's noise floor.
     """
-    repeats = [max(1, round(0.1 / median_seconds(job, 1))) for job in (reference, work)]
+    repeats = [max(1, round(0.1 / median_seconds(job, 1, timer))) for job in (reference, work)]
     fastest_reference = fastest_work = float("inf")
     for _ in range(rounds):
-        fastest_reference = min(fastest_reference, *run_times(reference, repeats[0]))
-        fastest_work = min(fastest_work, *run_times(work, repeats[1]))
+        fastest_reference = min(fastest_reference, *run_times(reference, repeats[0], timer))
+        fastest_work = min(fastest_work, *run_times(work, repeats[1], timer))
     return fastest_work / fastest_reference

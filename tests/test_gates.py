@@ -10,7 +10,14 @@ from pathlib import Path
 import pytest
 from conftest import CORA, requires_dataset
 
-from bench.gates import BaselineFile, Gate, failures, table
+from bench.gates import (
+    SPEED_MAX_FACTOR,
+    STARTUP_MAX_FACTOR,
+    BaselineFile,
+    Gate,
+    failures,
+    table,
+)
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -21,9 +28,23 @@ def test_gate_verdicts():
     assert Gate("rf", 2.0, 1.5, "lower").passed  # an improvement passes
     assert not Gate("f1", 0.80, 0.77, "higher").passed
     assert Gate("f1", 0.80, 0.79, "higher").passed
-    assert Gate("speed", 10.0, 29.9, "speed").passed
-    assert not Gate("speed", 10.0, 30.1, "speed").passed
-    assert Gate("new", None, 3.0, "lower").passed
+    assert Gate("speed", 10.0, 10 * SPEED_MAX_FACTOR - 0.01, "speed").passed
+    assert not Gate("speed", 10.0, 10 * SPEED_MAX_FACTOR + 0.01, "speed").passed
+    assert Gate("startup", 1.0, STARTUP_MAX_FACTOR - 0.01, "startup").passed
+    assert not Gate("startup", 1.0, STARTUP_MAX_FACTOR + 0.01, "startup").passed
+
+
+@pytest.mark.parametrize("kind", ["lower", "higher", "speed"])
+def test_a_gate_without_baseline_fails_and_says_how_to_create_one(kind, tmp_path):
+    gate = BaselineFile(tmp_path / "speed.json").gate(
+        "hdrf/powerlaw-5M/p8/reference_passes", 3.0, kind
+    )
+    assert not gate.passed
+    assert failures([gate]) == [
+        "hdrf/powerlaw-5M/p8/reference_passes: no baseline in bench/baselines/ (now 3.0); "
+        "create it with `make bench-baselines` and commit the diff"
+    ]
+    assert "REGRESSED" in table([gate])
 
 
 def test_baseline_file_round_trip_and_table(tmp_path):
@@ -61,5 +82,5 @@ def test_scrambled_partitioner_trips_quality_gate():
 def test_slowed_partitioner_trips_speed_gate():
     completed = run_bench_with_plant("speed", "spring", "test_partitioner_throughput.py")
     assert completed.returncode == 1, completed.stdout[-2000:]
-    assert "regression: spring/powerlaw-5M/p8/degree_passes: baseline" in completed.stdout
-    assert "3.0x the baseline ratio" in completed.stdout
+    assert "regression: spring/powerlaw-5M/p8/reference_passes: baseline" in completed.stdout
+    assert f"{SPEED_MAX_FACTOR}x the baseline ratio" in completed.stdout

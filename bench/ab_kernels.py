@@ -1,0 +1,176 @@
+"""The kernels `make bench-compare` times, and which source paths select them (one place).
+
+This file is run as a script by bench/compare.py, once per side, with that side's tree first on
+PYTHONPATH: it imports gnnbench only inside functions, so the same file drives an older tree.
+Protocol: after the warm-up it writes one JSON line {kernel: CPU seconds of one warm call}; then
+for each line "<kernel> <calls>" read on stdin it runs that kernel `calls` times and writes the
+CPU and the wall-clock seconds they took together.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+# Timed on every compare: one partitioner per family (high-degree replicated, streaming vertex,
+# SPRING), the GNN-ready step and one epoch of neighbour sampling.
+DEFAULT_KERNELS = ("hdrf", "ldg", "spring", "gnn_ready", "sampler")
+# A change to gnnbench/partition/algorithms/<name>.py adds partitioner <name>; these paths add
+# the kernels listed (shared code the partitioners or the other kernels run).
+SOURCE_KERNELS = {
+    "gnnbench/partition/gnn_ready.py": ("gnn_ready",),
+    "gnnbench/partition/gnn_ready_kernels.py": ("gnn_ready",),
+    "gnnbench/train/sampler.py": ("sampler",),
+    "gnnbench/partition/edge_partition.py": ("hdrf", "dbh", "grid", "greedy", "twops"),
+    "gnnbench/partition/hashing.py": ("hash", "hdrf", "dbh", "grid"),
+    "gnnbench/data/store.py": DEFAULT_KERNELS,
+}
+ALGORITHMS_DIR = "gnnbench/partition/algorithms/"
+GRAPH_EDGES = 1_000_000
+P = 8
+SAMPLER_FANOUTS = (25, 10)
+SAMPLER_BATCH = 512
+
+
+def kernels_for(changed_paths: Iterable[str]) -> list[str]:
+    """DEFAULT_KERNELS plus those the changed paths select, in a stable order."""
+    selected = list(DEFAULT_KERNELS)
+    for path in changed_paths:
+        if path.startswith(ALGORITHMS_DIR) and path.endswith(".py"):
+            extra = (Path(path).stem,)
+        else:
+            extra = SOURCE_KERNELS.get(path, ())
+        selected += [name for name in extra if name not in selected and name != "__init__"]
+    return selected
+
+
+def open_graph(home: Path):
+    """The generated power-law graph of bench/conftest.py's recipe, in the shared cache `home`; a
+    side whose GraphStore format differs gets a copy of its own under `home`."""
+    from gnnbench.data.datasets import prepare_dataset
+    from gnnbench.errors import DataError
+
+    from_conf = _power_law_config(GRAPH_EDGES)
+    os.environ["GNNBENCH_HOME"] = str(home)
+    try:
+        return prepare_dataset(from_conf)
+    except DataError:
+        os.environ["GNNBENCH_HOME"] = str(home / f"side-{os.getpid()}")
+        return prepare_dataset(from_conf)
+
+
+def _power_law_config(num_edges: int) -> dict:
+    from omegaconf import OmegaConf
+
+    from gnnbench.paths import REPO_ROOT
+
+    num_nodes = max(1000, num_edges // 10)
+    config = OmegaConf.merge(
+        OmegaConf.load(REPO_ROOT / "conf" / "dataset" / "synthetic.yaml"),
+        dict(
+            name=f"powerlaw-{num_edges}",
+            num_nodes=num_nodes,
+            avg_degree=2 * num_edges / num_nodes * 1.02,
+            num_classes=16,
+            feature_dim=8,
+            seed=7,
+        ),
+    )
+    return OmegaConf.to_container(config, resolve=True)
+
+
+def partitioner_kernel(store, name: str) -> Callable[[], object]:
+    from gnnbench.partition.base import PARTITIONERS
+    from gnnbench.partition.spec import PartitionSpec
+
+    partition_fn = PARTITIONERS.get(name)
+    keywords = PartitionSpec.defaults(name).kwargs()
+    if hasattr(partition_fn, "prepare_store"):  # trees where the adjacency is built outside
+        partition_fn.prepare_store(store)
+    return lambda: partition_fn(store, P, 0, **keywords)
+
+
+def gnn_ready_kernel(store) -> Callable[[], object]:
+    """The structure-only GNN-ready step over contiguous blocks of node ids (the same owners on
+    both sides, whatever their partitioners do)."""
+    import numpy as np
+
+    from gnnbench.partition.gnn_ready import build_partitions
+
+    owner = (np.arange(store.num_nodes, dtype=np.int64) * P // store.num_nodes).astype(np.int32)
+    # Written to memory where there is a tmpfs: the step's own CPU, not the disk's writeback, is
+    # what is compared (on disk its system time swung +-10% between identical runs at load 18).
+    scratch = "/dev/shm" if Path("/dev/shm").is_dir() else None
+
+    def build():
+        out = Path(tempfile.mkdtemp(prefix="ab-gnn-ready-", dir=scratch))
+        try:
+            build_partitions(store, owner, P, out, 1, 1 << 20, node_data=False)
+        finally:
+            shutil.rmtree(out)
+
+    return build
+
+
+def sampler_kernel(store) -> Callable[[], object]:
+    """One epoch's sampling: every training node in batches of 512, fanouts 25, 10."""
+    from gnnbench.train.sampler import NeighbourSampler, batch_seed
+
+    indptr, indices = store.csr()
+    train = store.split()["train"]
+    sampler = NeighbourSampler(indptr, indices, SAMPLER_FANOUTS)
+
+    def epoch():
+        for batch, start in enumerate(range(0, len(train), SAMPLER_BATCH)):
+            sampler.sample(train[start : start + SAMPLER_BATCH], batch_seed(0, 0, 0, batch))
+
+    return epoch
+
+
+def build_kernels(store, names: Iterable[str]) -> dict[str, Callable[[], object]]:
+    """The runnable kernels among `names` in this tree (a partitioner it lacks is left out)."""
+    from gnnbench.partition.base import PARTITIONERS
+
+    special = {"gnn_ready": gnn_ready_kernel, "sampler": sampler_kernel}
+    kernels = {}
+    for name in names:
+        if name in special:
+            kernels[name] = special[name](store)
+        elif name in PARTITIONERS.names():
+            kernels[name] = partitioner_kernel(store, name)
+    return kernels
+
+
+def serve(home: Path, names: list[str]) -> None:
+    """Warm up (compile) every kernel, announce them, then time one call per name on stdin."""
+    reply = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)  # whatever the library prints goes to stderr, never into the protocol
+    kernels = build_kernels(open_graph(home), names)
+    warm = {}
+    for name, kernel in kernels.items():
+        kernel()  # compiles
+        warm[name] = timed(kernel, 1)[0]
+    reply.write(json.dumps(warm) + "\n")
+    for line in sys.stdin:
+        name, calls = line.split()
+        cpu, wall = timed(kernels[name], int(calls))
+        reply.write(f"{cpu!r} {wall!r}\n")
+
+
+def timed(kernel: Callable[[], object], calls: int) -> tuple[float, float]:
+    """(CPU, wall) seconds of `calls` calls. CPU time (user + system, all threads) is what the
+    verdict uses: on a shared 2-core machine wall time mostly measures the neighbours' load."""
+    cpu, wall = time.process_time(), time.perf_counter()
+    for _ in range(calls):
+        kernel()
+    return time.process_time() - cpu, time.perf_counter() - wall
+
+
+if __name__ == "__main__":
+    serve(Path(sys.argv[1]), sys.argv[2].split(","))

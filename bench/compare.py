@@ -1,0 +1,258 @@
+"""A/B speed comparison of two trees in one run, in the way asv `continuous` compares commits.
+
+    python -m bench.compare [--base REV]     (make bench-compare BASE=<rev>)
+
+BASE is checked out in a temporary git worktree (removed afterwards, also on Ctrl-C). Each side
+runs bench/ab_kernels.py in a process of its own with its tree first on PYTHONPATH, warms up
+(compiles) every kernel on the same generated graph, then the two are timed alternately: each
+round times every kernel on both sides, `repeats` calls each, the side that goes first
+alternating. Calls are timed in CPU seconds of the kernel's process (user + system): on a shared
+2-core machine wall time mostly measures the neighbours (the wall ratio is shown, not judged). A
+round's ratio is new/base of the fastest call on each side (interference only adds time). The
+verdict is on the centre of the per-round ratios (Hodges-Lehmann estimate of the log ratios): a
+kernel regresses when the lower end of its 95% Wilcoxon signed-rank confidence interval is above
+the threshold, i.e. when the slowdown is credibly above it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.ab_kernels import kernels_for
+from bench.gates import BENCH_HOME
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+KERNEL_SCRIPT = Path(__file__).resolve().parent / "ab_kernels.py"
+THRESHOLD = 1.2  # new/base: a slowdown credibly above 20% fails (issue 28)
+CONFIDENCE = 0.95
+# 12 rounds: the interval's lower end is the 3rd smallest ratio, so two disturbed rounds cannot
+# hide a regression (with 10, the 2nd smallest: a planted 1.3x GNN-ready step read 1.19 at load 18)
+ROUNDS = 12
+REPEATS = 2  # calls per side per round; the fastest counts
+CALL_SECONDS = 0.3  # a short kernel is looped to about this long, the same count on both sides
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One kernel's new/base ratio: median over rounds and its confidence interval."""
+
+    kernel: str
+    median: float
+    low: float
+    high: float
+    rounds: int
+    wall_median: float = math.nan
+    threshold: float = THRESHOLD
+
+    @property
+    def regressed(self) -> bool:
+        return self.low > self.threshold
+
+    def row(self) -> str:
+        verdict = f"REGRESSED (> {self.threshold:g})" if self.regressed else "ok"
+        return (
+            f"{self.kernel} | {self.median:.3f} | [{self.low:.3f}, {self.high:.3f}] | "
+            f"{self.wall_median:.3f} | {self.rounds} | {verdict}"
+        )
+
+
+def signed_rank_counts(n: int) -> list[int]:
+    """How many of the 2**n sign patterns give each Wilcoxon signed-rank sum 0..n(n+1)/2."""
+    counts = [1] + [0] * (n * (n + 1) // 2)
+    for rank in range(1, n + 1):
+        for total in range(len(counts) - 1, rank - 1, -1):
+            counts[total] += counts[total - rank]
+    return counts
+
+
+def median_interval(ratios: Sequence[float], confidence: float = CONFIDENCE) -> tuple[float, ...]:
+    """(low, centre, high) of the ratios' centre: the Hodges-Lehmann estimate of the log ratios
+    (median of the Walsh averages) and its Wilcoxon signed-rank interval, the k-th smallest and
+    k-th largest Walsh average with k the largest where P(W <= k - 1) <= (1 - confidence) / 2.
+    Rank-based: one disturbed round moves it little, unlike a mean."""
+    logs = [math.log(r) for r in ratios]
+    n = len(logs)
+    walsh = sorted((logs[i] + logs[j]) / 2 for i in range(n) for j in range(i, n))
+    counts, tail = signed_rank_counts(n), (1 - confidence) / 2 * 2**n
+    k, below = 0, 0
+    while below + counts[k] <= tail:
+        below += counts[k]
+        k += 1
+    if k == 0:
+        raise ValueError(f"{n} rounds cannot give a {confidence:.0%} interval; use at least 6")
+    middle = len(walsh) // 2
+    centre = walsh[middle] if len(walsh) % 2 else (walsh[middle - 1] + walsh[middle]) / 2
+    return tuple(math.exp(x) for x in (walsh[k - 1], centre, walsh[-k]))
+
+
+def verdict(
+    kernel: str,
+    ratios: Sequence[float],
+    threshold: float = THRESHOLD,
+    wall_ratios: Sequence[float] = (math.nan,),
+) -> Verdict:
+    low, median, high = median_interval(ratios)
+    wall_median = sorted(wall_ratios)[len(wall_ratios) // 2]
+    return Verdict(kernel, median, low, high, len(ratios), wall_median, threshold)
+
+
+def table(verdicts: Sequence[Verdict]) -> str:
+    header = [
+        f"kernel | new/base CPU (centre) | {CONFIDENCE:.0%} interval | wall (median) | rounds | "
+        "verdict",
+        "--- | --- | --- | --- | --- | ---",
+    ]
+    return "\n".join(header + [v.row() for v in sorted(verdicts, key=lambda v: -v.low)])
+
+
+class Side:
+    """One tree's kernel process: started (warming up), ready(), then times calls on request."""
+
+    def __init__(self, tree: Path, home: Path, kernels: Sequence[str]):
+        env = {**os.environ, "PYTHONPATH": str(tree), "GNNBENCH_HOME": str(home)}
+        self.tree = tree
+        self.process = subprocess.Popen(
+            [sys.executable, str(KERNEL_SCRIPT), str(home), ",".join(kernels)],
+            cwd=tree,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            bufsize=1,
+        )
+        self.warm: dict[str, float] = {}
+
+    def ready(self) -> None:
+        """Wait for the warm-up; then `warm` holds each kernel's CPU seconds per call."""
+        line = self.process.stdout.readline()
+        if not line:
+            raise RuntimeError(f"{self.tree}: the kernel process ended before it was ready")
+        self.warm = json.loads(line)
+
+    def seconds(self, kernel: str, calls: int) -> tuple[float, float]:
+        """(CPU, wall) seconds of `calls` calls of `kernel`."""
+        self.process.stdin.write(f"{kernel} {calls}\n")
+        cpu, wall = self.process.stdout.readline().split()
+        return float(cpu), float(wall)
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait()
+
+
+def round_ratios(
+    base: Side, new: Side, kernels: Sequence[str], rounds: int, repeats: int
+) -> dict[str, list[tuple[float, float]]]:
+    """Per kernel, new/base (CPU, wall) of each round's fastest call, the sides timed alternately."""
+    calls = {k: max(1, round(CALL_SECONDS / base.warm[k])) for k in kernels}
+    ratios: dict[str, list[tuple[float, float]]] = {k: [] for k in kernels}
+    for number in range(rounds):
+        sides = (base, new) if number % 2 == 0 else (new, base)
+        for kernel in kernels:
+            fastest = {base: (math.inf,) * 2, new: (math.inf,) * 2}
+            for _ in range(repeats):
+                for side in sides:
+                    timing = side.seconds(kernel, calls[kernel])
+                    fastest[side] = tuple(map(min, fastest[side], timing))
+            ratios[kernel].append(
+                tuple(n / b for n, b in zip(fastest[new], fastest[base], strict=True))
+            )
+        print(f"round {number + 1}/{rounds} done", file=sys.stderr, flush=True)
+    return ratios
+
+
+def compare_trees(
+    base_tree: Path,
+    new_tree: Path,
+    kernels: Sequence[str],
+    rounds: int = ROUNDS,
+    repeats: int = REPEATS,
+    threshold: float = THRESHOLD,
+    home: Path = BENCH_HOME,
+) -> tuple[list[Verdict], list[str]]:
+    """Verdicts for the kernels both trees have, and the kernels one of them lacks."""
+    with contextlib.ExitStack() as stack:
+        graph = Side(new_tree, home, [])  # generates the graph into the shared cache, once
+        stack.callback(graph.close)
+        graph.ready()
+        sides = []
+        for tree in (base_tree, new_tree):  # both warm up at once
+            sides.append(Side(tree, home, kernels))
+            stack.callback(sides[-1].close)
+        base, new = sides
+        base.ready()
+        new.ready()
+        common = [k for k in kernels if k in base.warm and k in new.warm]
+        ratios = round_ratios(base, new, common, rounds, repeats)
+    missing = [k for k in kernels if k not in common]
+    verdicts = [
+        verdict(k, [cpu for cpu, _ in ratios[k]], threshold, [wall for _, wall in ratios[k]])
+        for k in common
+    ]
+    return verdicts, missing
+
+
+@contextlib.contextmanager
+def worktree(rev: str) -> Iterator[Path]:
+    """`rev` checked out (detached) in a temporary worktree, removed however the block ends."""
+    with tempfile.TemporaryDirectory(prefix="bench-compare-") as tmp:
+        path = Path(tmp) / "base"
+        git("worktree", "add", "--detach", "--quiet", str(path), rev)
+        try:
+            yield path
+        finally:
+            git("worktree", "remove", "--force", str(path))
+
+
+def git(*args: str) -> str:
+    return subprocess.run(
+        ["git", "-C", str(REPO_ROOT), *args], check=True, capture_output=True, text=True
+    ).stdout.strip()
+
+
+def default_base() -> str:
+    return git("merge-base", "HEAD", "main")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--base", help="revision to compare against (default: merge base with main)"
+    )
+    parser.add_argument("--rounds", type=int, default=ROUNDS)
+    parser.add_argument("--threshold", type=float, default=THRESHOLD)
+    parser.add_argument("--kernels", help="comma-separated; default: the fixed set + touched files")
+    args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # remove the worktree on kill too
+    base_rev = git("rev-parse", args.base or default_base())
+    touched = git("diff", "--name-only", base_rev).splitlines()
+    kernels = args.kernels.split(",") if args.kernels else kernels_for(touched)
+    print(f"comparing the working tree with {base_rev[:12]}: {', '.join(kernels)}", flush=True)
+    with worktree(base_rev) as base_tree:
+        verdicts, missing = compare_trees(
+            base_tree, REPO_ROOT, kernels, args.rounds, threshold=args.threshold
+        )
+    print(table(verdicts))
+    if missing:
+        print(f"not compared (absent on one side): {', '.join(missing)}")
+    regressed = [v.kernel for v in verdicts if v.regressed]
+    if regressed:
+        print(f"bench-compare: REGRESSED: {', '.join(regressed)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

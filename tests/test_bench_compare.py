@@ -1,0 +1,142 @@
+"""`make bench-compare`: the A/B verdict, the kernel selection, and planted 1.3x slowdowns."""
+
+from __future__ import annotations
+
+import math
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bench.ab_kernels import DEFAULT_KERNELS, kernels_for
+from bench.compare import (
+    ROUNDS,
+    THRESHOLD,
+    compare_trees,
+    median_interval,
+    signed_rank_counts,
+    table,
+    verdict,
+)
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def synthetic_ratios(true_ratio: float, noise: float, rounds: int = ROUNDS, seed: int = 0):
+    """Per-round ratios of two timings, each with multiplicative log-normal noise."""
+    rng = np.random.default_rng(seed)
+    base = np.exp(rng.normal(0, noise, rounds))
+    new = true_ratio * np.exp(rng.normal(0, noise, rounds))
+    return list(new / base)
+
+
+def test_interval_is_the_signed_rank_interval_of_the_hodges_lehmann_estimate():
+    assert signed_rank_counts(3) == [1, 1, 1, 2, 1, 1, 1]  # sums of subsets of {1, 2, 3}
+    # n=12: P(W <= 13) = 87/4096 <= 2.5% < P(W <= 14): the 14th smallest and largest of the 78
+    # Walsh averages; for log ratios 0..11 those are 3.0 and 8.0, the centre 5.5
+    logs = [math.log(r) for r in median_interval([math.exp(x) for x in range(12)])]
+    assert logs == pytest.approx([3.0, 5.5, 8.0])
+    logs = [math.log(r) for r in median_interval([math.exp(x) for x in range(6)])]
+    assert logs == pytest.approx([0.0, 2.5, 5.0])  # n=6: P(W = 0) = 1/64, the extremes
+    with pytest.raises(ValueError, match="at least 6"):
+        median_interval([1.0] * 5)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_verdict_fails_a_true_1_3x_and_passes_1_0(seed):
+    slowed = verdict("hdrf", synthetic_ratios(1.3, noise=0.03, seed=seed))
+    assert slowed.regressed and slowed.low > THRESHOLD
+    unchanged = verdict("hdrf", synthetic_ratios(1.0, noise=0.03, seed=seed))
+    assert not unchanged.regressed
+    assert math.isclose(unchanged.median, 1.0, abs_tol=0.05)
+
+
+def test_one_slow_round_does_not_fail_a_kernel():
+    ratios = [1.0, 1.02, 0.98, 1.01, 0.99, 1.0, 1.03, 0.97, 1.0, 1.01, 0.99, 2.5]  # one disturbed
+    assert len(ratios) == ROUNDS and not verdict("sampler", ratios).regressed
+    ratios = [1.3, 1.32, 1.28, 1.31, 1.29, 1.3, 1.33, 1.27, 1.3, 1.29, 1.31, 0.9]  # one slow base
+    assert verdict("sampler", ratios).regressed
+
+
+def test_table_names_the_regressed_kernel():
+    text = table([verdict("hdrf", [1.3] * 12, wall_ratios=[1.5] * 12), verdict("ldg", [1.0] * 12)])
+    assert "hdrf | 1.300 | [1.300, 1.300] | 1.500 | 12 | REGRESSED (> 1.2)" in text
+    assert "ldg | 1.000 | [1.000, 1.000] | nan | 12 | ok" in text
+
+
+def test_touched_files_select_their_kernels():
+    assert kernels_for([]) == list(DEFAULT_KERNELS)
+    assert kernels_for(["README.md", "tests/test_gates.py"]) == list(DEFAULT_KERNELS)
+    assert kernels_for(["gnnbench/partition/algorithms/grem.py"]) == [*DEFAULT_KERNELS, "grem"]
+    assert kernels_for(["gnnbench/partition/algorithms/hdrf.py"]) == list(DEFAULT_KERNELS)
+    assert kernels_for(["gnnbench/partition/algorithms/__init__.py"]) == list(DEFAULT_KERNELS)
+    shared = kernels_for(["gnnbench/partition/edge_partition.py"])
+    assert {"dbh", "grid", "greedy", "twops"} <= set(shared)
+
+
+# --- planted regressions: HEAD's working tree against a copy of it with sleeps in three kernels ---
+SLOWDOWN = 1.3
+PLANTS = {  # kernel -> (module, the statement that wraps its timed function)
+    "hdrf": (
+        "gnnbench/partition/algorithms/hdrf.py",
+        'PARTITIONERS.override("hdrf", _slowed(PARTITIONERS.get("hdrf")))',
+    ),
+    "gnn_ready": (
+        "gnnbench/partition/gnn_ready.py",
+        "build_partitions = _slowed(build_partitions)",
+    ),
+    "sampler": (
+        "gnnbench/train/sampler.py",
+        "NeighbourSampler.sample = _slowed(NeighbourSampler.sample)",
+    ),
+}
+SLOWED = """
+import functools as _functools
+import time as _time
+
+
+def _slowed(fn):
+    \"\"\"fn, then a busy loop of {extra} x the CPU time fn took (the compare times CPU).\"\"\"
+
+    @_functools.wraps(fn)
+    def slowed(*args, **kwargs):
+        started = _time.process_time()
+        result = fn(*args, **kwargs)
+        until = _time.process_time() + {extra} * (_time.process_time() - started)
+        while _time.process_time() < until:
+            pass
+        return result
+
+    return slowed
+
+
+{wrap}
+"""
+
+
+def planted_tree(root: Path, kernels) -> Path:
+    """A copy of the working tree's package and configs, `kernels` slowed SLOWDOWN x."""
+    ignore = shutil.ignore_patterns("__pycache__")
+    for part in ("gnnbench", "conf"):
+        shutil.copytree(REPO / part, root / part, ignore=ignore)
+    for kernel in kernels:
+        module, wrap = PLANTS[kernel]
+        with open(root / module, "a") as source:
+            source.write(SLOWED.format(extra=SLOWDOWN - 1, wrap=wrap))
+    return root
+
+
+@pytest.mark.slow
+def test_planted_slowdowns_fail_the_gate(tmp_path):
+    """hdrf, the GNN-ready step and the sampler each 1.3x slower: each regresses, ldg does not."""
+    planted = planted_tree(tmp_path / "planted", PLANTS)
+    verdicts, missing = compare_trees(REPO, planted, [*PLANTS, "ldg"])
+    report = table(verdicts)
+    print(f"\n{report}")  # pytest -s shows the table
+    assert not missing
+    assert {v.kernel for v in verdicts if v.regressed} == set(PLANTS), report
+    rows = {line.split(" | ")[0]: line for line in report.splitlines()}
+    for kernel in PLANTS:
+        assert rows[kernel].endswith(f"REGRESSED (> {THRESHOLD:g})"), report
+    assert rows["ldg"].endswith("| ok"), report
