@@ -4,6 +4,7 @@
     python scripts/scale.py --sizes 20000000 --all-streaming   # every streaming partitioner
     python scripts/scale.py --sizes --billion       # experiment=billion: 1 B edges, p=16 (hours)
     python scripts/scale.py --no-run                # only rebuild the doc from docs/scale.csv
+    python scripts/scale.py --sizes --training 1000000 10000000   # papers_scale training rows
 
 Per size: the import into a GraphStore (timed by the data stage), then the real partition stage
 (a fresh process under memray) for each partitioner, p=8, a structure-only book (node_data=False,
@@ -22,6 +23,8 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -40,9 +43,11 @@ from gnnbench.partition.spec import PartitionSpec  # noqa: E402
 from gnnbench.partition.stage import run_partition_stage  # noqa: E402
 from gnnbench.paths import REPO_ROOT  # noqa: E402
 from gnnbench.track.mlflow_run import one_line  # noqa: E402
+from gnnbench.track.report import scale_training  # noqa: E402
 
 DOCS = REPO_ROOT / "docs"
 SIZES = (20_000_000, 100_000_000)
+TRAINING_CSV = DOCS / "scale_training.csv"
 BILLION = 1_000_000_000
 MACHINE = (
     "a 2-core, 24 GB VM (AMD EPYC, 32 MB L3). Each row states when it ran and the load it ran"
@@ -172,6 +177,33 @@ def merge(csv: Path, rows: list[dict]) -> pd.DataFrame:
     return new.sort_values(["feature_dim", "edges", "partitioner"]).reset_index(drop=True)
 
 
+def training_epochs(num_nodes: int) -> int:
+    """About as many optimizer steps at every size: steps per epoch grow with the training nodes."""
+    return max(1, round(4e7 / num_nodes))
+
+
+def run_training(num_nodes: int, home: Path, csv: Path) -> None:
+    """experiment=papers_scale at `num_nodes` (SPRING and LDG) and its MLP control, as a user runs
+    them, into a store of their own; every finished run of that store is merged into `csv`."""
+    uri = f"sqlite:///{home / 'scale_training.db'}"
+    epochs = training_epochs(num_nodes)
+    command = [sys.executable, "-m", "gnnbench", "experiment=papers_scale",
+               f"dataset.num_nodes={num_nodes}", f"train.epochs={epochs}",
+               f"train.eval_every={epochs}", f"tracking.uri={uri}",
+               f"tracking.experiment={scale_training.EXPERIMENT}"]  # fmt: skip
+    load = round(os.getloadavg()[0], 1)
+    subprocess.run([*command, "-m"], check=True)
+    subprocess.run([*command, "model=mlp", "partitioner=spring"], check=True)
+    rows = scale_training.runs_frame(uri)
+    rows = rows[rows.nodes == num_nodes].assign(
+        measured_utc=time.strftime("%Y-%m-%d %H:%M", time.gmtime()), load_1m=load
+    )
+    if csv.is_file():
+        old = pd.read_csv(csv)
+        rows = pd.concat([old[old.nodes != num_nodes], rows], ignore_index=True)
+    rows.sort_values(["edges", "model", "partitioner"]).to_csv(csv, index=False)
+
+
 def plot(frame: pd.DataFrame, png: Path) -> None:
     """Seconds per stage against edges, log-log: import, then each partitioner's two steps."""
     frame = frame[frame.feature_dim == 0]  # structure-only books: one line per partitioner
@@ -256,6 +288,8 @@ def write_doc(
     lines += ["", "![time per stage vs edges](scale.png)", ""]
     lines += ratio_targets(frame)
     lines += billion_targets(frame)
+    if TRAINING_CSV.is_file():
+        lines += scale_training.table_lines(pd.read_csv(TRAINING_CSV))
     missing = [size for size in planned if size not in set(frame.target_edges)]
     lines.append("## Sizes not run")
     lines.append("")
@@ -410,6 +444,14 @@ def main() -> None:
     parser.add_argument("--p", type=int, default=8)
     parser.add_argument("--features", type=int, default=0, help="feature dim (0: structure only)")
     parser.add_argument("--no-run", action="store_true", help="only rebuild the doc from the CSV")
+    parser.add_argument(
+        "--training",
+        type=float,
+        nargs="*",
+        default=[],
+        metavar="NODES",
+        help="papers_scale training runs at these node counts (mean degree 20)",
+    )
     parser.add_argument("--not-run", action="append", default=[], metavar="EDGES=REASON")
     parser.add_argument("--home", type=Path, default=REPO_ROOT / ".benchmarks" / "scale")
     parser.add_argument("--machine", default=MACHINE, help="where the figures were measured")
@@ -423,6 +465,8 @@ def main() -> None:
         runs = [(name, partitioner_config(name)) for name in names]
         for size in [int(size) for size in args.sizes]:
             run_size(graph_config(size, args.features), size, runs, args.p, csv, args.rerun)
+        for nodes in [int(nodes) for nodes in args.training]:
+            run_training(nodes, Path(os.environ["GNNBENCH_HOME"]), TRAINING_CSV)
         if args.billion:
             graph, p, runs = billion_experiment()
             if args.partitioners:
