@@ -37,16 +37,18 @@ def dataset_config(choice: str, /, **overrides) -> dict:
     return OmegaConf.to_container(config, resolve=True)
 
 
-def power_law_config(num_edges: int, num_nodes: int | None = None) -> dict:
+def power_law_config(
+    num_edges: int, num_nodes: int | None = None, feature_dim: int = 8, name: str | None = None
+) -> dict:
     """A synthetic contextual SBM with power-law degrees and about `num_edges` edges."""
     num_nodes = num_nodes or max(1000, num_edges // 10)
     return dataset_config(
         "synthetic",
-        name=f"powerlaw-{num_edges}",
+        name=name or f"powerlaw-{num_edges}",
         num_nodes=num_nodes,
         avg_degree=2 * num_edges / num_nodes * 1.02,  # a little over, for duplicates
         num_classes=16,
-        feature_dim=8,
+        feature_dim=feature_dim,
         seed=7,
     )
 
