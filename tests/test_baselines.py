@@ -89,15 +89,24 @@ def test_metis_on_cora_is_deterministic(gnnbench_home):
 def test_pyg_metis_on_cora(gnnbench_home, pyg_metis_ready):
     store, book = _partition("pyg_metis")
     _check_book(store, book, 4)
-    # CSR + METIS + the permutation of x (1433-dim features) are inside the measurement.
-    assert book.metrics["partition_peak_mb"] > store.num_nodes * store.feature_dim * 4 / 2**20
+    _check_one_meter(store, book)
 
 
 @requires_dataset(CORA)
 def test_distdgl_metis_on_cora(gnnbench_home, distdgl_ready):
     store, book = _partition("distdgl_metis")
     _check_book(store, book, 4)
-    assert book.metrics["partition_peak_mb"] > store.num_nodes * store.feature_dim * 4 / 2**20
+    _check_one_meter(store, book)
+
+
+def _check_one_meter(store, book) -> None:
+    """partition_* is the structure-only run every partitioner does (below the feature bytes);
+    the run a framework's user pays, loading the node features too, is logged beside it."""
+    feature_mb = store.num_nodes * store.feature_dim * 4 / 2**20
+    metrics = book.metrics
+    assert metrics["partition_peak_mb"] < feature_mb < metrics["partition_with_features_peak_mb"]
+    assert metrics["partition_with_features_rss_mb"] > 0
+    assert metrics["partition_with_features_time_s"] > 0
 
 
 @pytest.mark.fault("baseline: pyg_metis not set up")
