@@ -243,6 +243,9 @@ def peak_lines(frame: pd.DataFrame) -> list[str]:
         ]
     else:
         lines += ["", "No configuration is within 5% of METIS's memory and within its time."]
+    missing = [label for label in peak_labels() if label not in set(frame["config"])]
+    if missing:
+        lines += ["", f"Not measured yet on this graph: {', '.join(missing)}."]
     return lines
 
 
