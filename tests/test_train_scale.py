@@ -21,6 +21,7 @@ from gnnbench.train.spec import spec_from_conf
 
 DATASET_CONF = Path(__file__).resolve().parents[1] / "conf" / "dataset"
 SAGE = {"name": "sage", "layers": 2, "hidden": 32}
+M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter
 SHORT = {"mode": "model_avg", "epochs": 1, "batches_per_epoch": 2, "fanouts": [5, 5]}
 
 
@@ -34,12 +35,11 @@ def synthetic_store(home: Path, name: str, num_nodes: int, feature_dim: int, avg
         return prepare_dataset(config)
 
 
-def book_at(store, home: Path, p: int):
-    """METIS's book with the feature rows copied into each partition (partitioner.feature_rows=
-    copy), so that a partition's files hold what its worker reads."""
+def book_at(store, home: Path, p: int, feature_rows: str = "shared"):
+    """METIS's book; with feature_rows="copy" a partition's files hold what its worker reads."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("GNNBENCH_HOME", str(home))
-        spec = PartitionSpec.defaults("metis", feature_rows="copy")
+        spec = PartitionSpec.defaults("metis", feature_rows=feature_rows)
         book, _ = run_partition_stage(store, partitioner=spec, p=p, seed=0)
     return book
 
@@ -67,7 +67,7 @@ def test_worker_memory_falls_as_p_grows(tmp_path_factory):
     store = synthetic_store(home, "feature-heavy", 20_000, 1024)
     peaks, largest = {}, {}
     for p in (2, 8):
-        book = book_at(store, home, p)
+        book = book_at(store, home, p, feature_rows="copy")
         result = train_one_worker(store, book)
         peaks[p], largest[p] = result.train_peak_rss_mb, largest_partition_mb(book)
         assert result.eval_peak_rss_mb > 0 and result.load_time_s > 0 and result.eval_time_s > 0
@@ -163,7 +163,11 @@ def _load_under_cap(store_path, book_path, feature_dim: int, cap_extra_mb: int, 
     spec = spec_from_conf(SHORT, SAGE, num_workers=1, seed=0)
     job = Job(spec, store_path, book_path, feature_dim, 8, False, None)
     partitions = ResidentPartitions(job, 0, 1, True, before_release=lambda: None)
-    ctypes.CDLL("libc.so.6").malloc_trim(0)  # the parent's freed heap must not serve the load
+    # a fresh (spawned) process, its arrays from the heap (RLIMIT_DATA caps brk; mmap escapes it
+    # where the kernel ignores the limit for mappings) and its free heap returned first
+    libc = ctypes.CDLL("libc.so.6")
+    libc.mallopt(M_MMAP_THRESHOLD, 32 << 20)
+    libc.malloc_trim(0)
     apply_memory_limit(private_bytes() + cap_extra_mb * 2**20)
     try:
         partitions.get(0)
@@ -184,8 +188,8 @@ def test_partition_over_the_memory_cap_is_one_line(tmp_path_factory):
     # memory is the structure (CSR, node ids, labels), so the graph is dense (~100 k edges)
     store = synthetic_store(home, "structure-heavy-capped", 10_000, 8, avg_degree=400)
     book = book_at(store, home, 2)
-    answer = multiprocessing.get_context("fork").SimpleQueue()
-    child = multiprocessing.get_context("fork").Process(
+    answer = multiprocessing.get_context("spawn").SimpleQueue()
+    child = multiprocessing.get_context("spawn").Process(
         target=_load_under_cap, args=(store.path, book.path, 8, 2, answer)
     )
     child.start()
