@@ -102,7 +102,7 @@ def remove_stale_temporaries(root: Path) -> int:
     freed = 0
     for path in filter(is_stale, candidates):
         try:  # another run starting now may be removing the same leftover
-            freed += _size(path)
+            freed += disk_bytes(path)
             if path.is_dir():
                 shutil.rmtree(path)
             else:
@@ -113,7 +113,9 @@ def remove_stale_temporaries(root: Path) -> int:
     return freed
 
 
-def _size(path: Path) -> int:
+def disk_bytes(path: Path) -> int:
+    """The bytes of a file, or of every file under a directory (a store, a book, a temporary)."""
+    path = Path(path)
     if path.is_file():
         return path.stat().st_size
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())

@@ -16,17 +16,13 @@ from __future__ import annotations
 import argparse
 import os
 import time
-from pathlib import Path
 
 import numpy as np
 
+from gnnbench.atomic import disk_bytes
 from gnnbench.data.datasets import prepare_dataset
 from gnnbench.partition.spec import PartitionSpec
 from gnnbench.partition.stage import run_partition_stage
-
-
-def directory_bytes(path: Path) -> int:
-    return sum(item.stat().st_size for item in Path(path).rglob("*") if item.is_file())
 
 
 def gather_seconds(book, rows_per_batch: int, batches: int) -> float:
@@ -68,7 +64,7 @@ def main() -> None:
         seconds = gather_seconds(book, args.batch_rows, args.batches)
         print(
             f"| {rows} | {book.metrics['gnn_ready_time_s']:.1f}{' (cached)' if cached else ''} | "
-            f"{directory_bytes(book.path) / 2**20:.0f} | {copies / 2**20:.0f} | {seconds:.3f} |"
+            f"{disk_bytes(book.path) / 2**20:.0f} | {copies / 2**20:.0f} | {seconds:.3f} |"
         )
     rf = book.metrics["replication_factor"]
     print(f"RF {rf:.2f}: copy = RF x |V| x F x bytes = {rf * feature_bytes / 2**20:.0f} MB")

@@ -15,6 +15,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gnnbench.atomic import disk_bytes
+
 if TYPE_CHECKING:
     from gnnbench.spec import JobSpec
     from gnnbench.train.result import TrainResult
@@ -65,11 +67,6 @@ HEADLINE_METRICS = (
 ARTIFACTS = ("partition_flamegraph.html", "gnn_ready_flamegraph.html")
 
 
-def directory_bytes(directory: Path) -> int:
-    """Sizes of every file under `directory` (0 for none)."""
-    return sum(path.stat().st_size for path in Path(directory).rglob("*") if path.is_file())
-
-
 def flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     """Nested config -> {"a.b": value}; lists are kept as their JSON text."""
     flat: dict[str, Any] = {}
@@ -106,7 +103,7 @@ class RunLogger:
         """`<name>_disk_mb`: the bytes of every file under a store or book directory (what it
         holds on disk), and `<name>_features_mb` for its feature file when it has one."""
         directory = Path(directory)
-        metrics = {f"{name}_disk_mb": directory_bytes(directory) / 2**20}
+        metrics = {f"{name}_disk_mb": disk_bytes(directory) / 2**20}
         if features_file and (directory / features_file).is_file():
             metrics[f"{name}_features_mb"] = (directory / features_file).stat().st_size / 2**20
         self.mlflow.log_metrics(metrics)

@@ -13,11 +13,11 @@ import gc
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import torch
 
+from gnnbench.atomic import disk_bytes
 from gnnbench.data.store import GraphStore
 from gnnbench.errors import OutOfMemory
 from gnnbench.partition.book import PartitionBook
@@ -91,7 +91,7 @@ class ResidentPartitions:
     def _out_of_memory(self, index: int) -> OutOfMemory:
         """One line: the partition that did not fit, its size on disk, what the rank held."""
         where = self.job.store_path if self.book is None else self.book.path / f"part-{index}"
-        needed = sum(path.stat().st_size for path in Path(where).rglob("*") if path.is_file())
+        needed = disk_bytes(where)
         cap = current_memory_limit()
         under = f" under a {cap / 2**20:.0f} MB cap" if cap is not None else ""
         return OutOfMemory(
