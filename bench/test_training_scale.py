@@ -21,6 +21,7 @@ import os
 
 import pytest
 
+from gnnbench.atomic import disk_bytes
 from gnnbench.partition.spec import PartitionSpec
 from gnnbench.partition.stage import run_partition_stage
 from gnnbench.train.runner import run_training
@@ -56,13 +57,7 @@ def test_training_throughput_and_peak_at_10m_edges(benchmark, speed_gates):
         iterations=1,
     )
     reference_seconds = reference_pass_seconds(store)
-    largest_mb = (
-        max(
-            sum(path.stat().st_size for path in (book.path / f"part-{i}").iterdir())
-            for i in range(P)
-        )
-        / 2**20
-    )
+    largest_mb = max(disk_bytes(book.path / f"part-{i}") for i in range(P)) / 2**20
     nodes_per_s = result.train_nodes_per_epoch / result.epoch_time_s
     figures = {
         "reference_passes_per_train_node": 1 / nodes_per_s / reference_seconds,

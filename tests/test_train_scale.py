@@ -12,6 +12,7 @@ import pytest
 import yaml
 from conftest import CORA, requires_dataset
 
+from gnnbench.atomic import disk_bytes
 from gnnbench.data.datasets import prepare_dataset
 from gnnbench.partition.num_parts import MemoryBudget, auto_num_parts, graph_bytes
 from gnnbench.partition.spec import PartitionSpec
@@ -46,11 +47,7 @@ def book_at(store, home: Path, p: int, feature_rows: str = "shared"):
 
 def largest_partition_mb(book) -> float:
     """The largest partition's files (its features are nearly all of them)."""
-    sizes = [
-        sum(path.stat().st_size for path in (book.path / f"part-{i}").iterdir())
-        for i in range(book.p)
-    ]
-    return max(sizes) / 2**20
+    return max(disk_bytes(book.path / f"part-{i}") for i in range(book.p)) / 2**20
 
 
 def train_one_worker(store, book, **train):
