@@ -2,12 +2,13 @@
 
     python scripts/claims.py --run                 # every claim's sweep, then the table
     python scripts/claims.py --run --only 1,2,7    # some claims' sweeps, then the whole table
-    python scripts/claims.py                       # only rebuild the table from the MLflow store
+    python scripts/claims.py --tracking-uri URI    # export the store's runs, then the table
+    python scripts/claims.py                       # the table from the exported runs alone
 
 Each claim has its experiment configs (conf/experiment/claim_<n>_*.yaml, MLflow experiment
 `claim_<n>`); --run runs them as `python -m gnnbench -m experiment=<config>` (resume skips the
 jobs the store already holds). The table reads every FINISHED job of `claim_<n>` (the newest run
-per job) and judges it against the paper's figure with the thresholds stated beside each claim:
+per job, exported to docs/claims/runs/claim_<n>.csv, which is committed) and judges it against the paper's figure with the thresholds stated beside each claim:
 holds, holds partly, refuted, or not testable here; a claim without runs is `open`.
 """
 
@@ -39,6 +40,8 @@ from gnnbench.track.report.query import (
 from gnnbench.track.sweep import ignored_axes
 
 DOC = REPO_ROOT / "docs" / "claims.md"
+RUNS = REPO_ROOT / "docs" / "claims" / "runs"  # what the doc is made from (committed CSVs)
+PARAM, METRIC = "params.", "metrics."
 CPU = "CPU, 2 cores; training: 2 gloo worker processes"
 NUMERIC_PARAMS = (
     "p", "seed", "sync_interval", "partitioner.hops", "partitioner.chunk_fraction",
@@ -106,18 +109,71 @@ class Claim:
 # --- reading runs ---------------------------------------------------------------------------
 
 
-def claim_frame(tracking_uri: str, experiment: str) -> pd.DataFrame:
-    """Every FINISHED job of an experiment (its newest run) as params + metrics; empty if none."""
+def store_runs(tracking_uri: str, experiment: str) -> pd.DataFrame:
+    """Every FINISHED job of an experiment (its newest run) as `params.*` and `metrics.*` columns,
+    params as MLflow holds them (text); empty if none."""
     where = f"attributes.status = 'FINISHED' and tags.`{ROLE_TAG}` = 'job'"
     try:
         runs = newest_per_job(experiment_runs(tracking_uri, experiment, where))
     except GnnbenchError:
         return pd.DataFrame()
-    frame = pd.DataFrame([{**run.data.params, **run.data.metrics} for run in runs])
+    return pd.DataFrame(
+        [
+            {
+                **{f"{PARAM}{key}": value for key, value in run.data.params.items()},
+                **{f"{METRIC}{key}": value for key, value in run.data.metrics.items()},
+            }
+            for run in runs
+        ]
+    )
+
+
+def claim_frame(runs: pd.DataFrame) -> pd.DataFrame:
+    """The runs as the judges read them: one column per param and metric (a metric wins over a
+    param of the same name), the numeric params as numbers."""
+    frame = runs.rename(columns=lambda column: column.split(".", 1)[1])
+    frame = frame.loc[:, ~frame.columns.duplicated(keep="last")]
     for column in NUMERIC_PARAMS:
         if column in frame:
             frame[column] = pd.to_numeric(frame[column], errors="coerce")
     return frame
+
+
+def experiments() -> list[str]:
+    """Every MLflow experiment the claims read: each claim's and its study's."""
+    names = [claim.experiment for claim in CLAIMS]
+    return names + [claim.study.experiment for claim in CLAIMS if claim.study]
+
+
+def export_runs(tracking_uri: str, folder: Path = RUNS) -> dict[str, pd.DataFrame]:
+    """The claims' runs from the store, also written to `folder/<experiment>.csv` (an experiment
+    without runs: no file) so that the doc regenerates from the repository."""
+    frames = {name: store_runs(tracking_uri, name) for name in experiments()}
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, frame in frames.items():
+        path = folder / f"{name}.csv"
+        if frame.empty:
+            path.unlink(missing_ok=True)
+        else:
+            text = frame[sorted(frame.columns)].to_csv(index=False)
+            atomic_write_bytes(path, text.encode())
+    return frames
+
+
+def read_runs(folder: Path = RUNS) -> dict[str, pd.DataFrame]:
+    """The runs export_runs wrote, typed as the store gives them (params text, metrics numbers;
+    an absent value, or an empty text, reads as absent)."""
+    if not folder.is_dir():
+        raise SystemExit(f"claims.py: error: {folder}: no exported runs (run with --tracking-uri)")
+    return {name: _read_csv(folder / f"{name}.csv") for name in experiments()}
+
+
+def _read_csv(path: Path) -> pd.DataFrame:
+    if not path.is_file():
+        return pd.DataFrame()
+    header = pd.read_csv(path, nrows=0).columns
+    types = {column: (float if column.startswith(METRIC) else str) for column in header}
+    return pd.read_csv(path, dtype=types, keep_default_na=False, na_values=[""])
 
 
 def _column(key: str) -> str:
@@ -1348,11 +1404,12 @@ def save_figure(figure, path: Path) -> None:
     atomic_write_bytes(path, buffer.getvalue())
 
 
-def write_claims(tracking_uri: str, doc: Path = DOC) -> list[tuple[Claim, Verdict]]:
-    """Judge every claim from the store; write the doc and its plots (docs/claims/*.png)."""
+def write_claims(runs: dict[str, pd.DataFrame], doc: Path = DOC) -> list[tuple[Claim, Verdict]]:
+    """Judge every claim from its experiment's runs; write the doc and its plots
+    (docs/claims/*.png)."""
     verdicts, sections = [], []
     for claim in CLAIMS:
-        frame = claim_frame(tracking_uri, claim.experiment)
+        frame = claim_frame(runs[claim.experiment])
         verdict = judge(claim, frame)
         figure = claim.plot(frame) if claim.plot and verdict.verdict != "open" else None
         plot_name = f"claim_{claim.number}.png" if figure is not None else None
@@ -1360,7 +1417,7 @@ def write_claims(tracking_uri: str, doc: Path = DOC) -> list[tuple[Claim, Verdic
             save_figure(figure, doc.parent / "claims" / plot_name)
         sections += section_lines(claim, frame, verdict, plot_name)
         if claim.study:
-            study_frame = claim_frame(tracking_uri, claim.study.experiment)
+            study_frame = claim_frame(runs[claim.study.experiment])
             sections += study_section(claim, study_frame)
             summary = claim.study.summary(study_frame)
             verdict = replace(verdict, why=f"{verdict.why}; {summary}") if summary else verdict
@@ -1375,8 +1432,10 @@ def write_claims(tracking_uri: str, doc: Path = DOC) -> list[tuple[Claim, Verdic
         "the paper's), **holds partly** (some cases, or only the part gnnbench can test),",
         "**refuted** (ours contradicts it), **open** (not run yet); a part gnnbench cannot test",
         "is named. Thresholds are in `scripts/claims.py` beside each claim. Training claims use",
-        "seeds 0-2 (mean ± std over seeds below the table). Store read for this file:",
-        f"`{tracking_uri}`.",
+        "seeds 0-2 (mean ± std over seeds below the table). The runs are committed in",
+        "`docs/claims/runs/<experiment>.csv` (one row per job: its params and metrics, exported",
+        "from the MLflow store they ran into); `python scripts/claims.py` rebuilds this file",
+        "from them alone.",
         "",
         *table_lines(verdicts),
         "",
@@ -1417,13 +1476,22 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--run", action="store_true", help="run the claims' sweeps first")
     parser.add_argument("--only", help="claim numbers to run, e.g. 1,2,7 (the table has all)")
-    parser.add_argument("--tracking-uri", default=f"sqlite:///{REPO_ROOT / 'mlflow.db'}")
+    parser.add_argument(
+        "--tracking-uri",
+        help="read the runs from this store and export them to docs/claims/runs/ (default: read "
+        f"the exported runs; with --run: sqlite:///{REPO_ROOT / 'mlflow.db'})",
+    )
     parser.add_argument("--out", type=Path, default=DOC, help="the Markdown file to write")
     args = parser.parse_args(argv)
     claims = selected(args.only)
     if args.run:
+        args.tracking_uri = args.tracking_uri or f"sqlite:///{REPO_ROOT / 'mlflow.db'}"
         run_claims(claims, args.tracking_uri)
-    for claim, verdict in write_claims(args.tracking_uri, args.out):
+    if args.tracking_uri:
+        runs = export_runs(args.tracking_uri, args.out.parent / "claims" / "runs")
+    else:
+        runs = read_runs(args.out.parent / "claims" / "runs")
+    for claim, verdict in write_claims(runs, args.out):
         print(f"claim {claim.number}: {verdict.verdict}: {verdict.ours}")
     print(f"wrote {args.out}")
 

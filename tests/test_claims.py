@@ -328,7 +328,8 @@ LOCAL_STEP_RUNS = [
 def test_table_from_a_fixture_store(tmp_path):
     uri = _store(tmp_path)
     doc = tmp_path / "docs" / "claims.md"
-    verdicts = {claim.number: verdict for claim, verdict in claims.write_claims(uri, doc)}
+    runs = claims.export_runs(uri, tmp_path / "runs")
+    verdicts = {claim.number: verdict for claim, verdict in claims.write_claims(runs, doc)}
 
     assert verdicts[1].verdict == "holds"  # the older hdrf run (RF 1.0) is not the newest
     assert "25% lower" in verdicts[1].ours and "8/8" in verdicts[1].ours
@@ -366,6 +367,13 @@ def test_table_from_a_fixture_store(tmp_path):
         "for 95% of the -0.105; not Adam's state: neither reset nor average gains more than "
         "0.01 |" in text
     )
+    # the committed export alone rebuilds the same doc (params as text, metrics as numbers)
+    assert sorted(path.name for path in (tmp_path / "runs").iterdir()) == [
+        "claim_1.csv", "claim_2.csv", "claim_4.csv", "claim_4c.csv", "claim_8.csv"
+    ]  # fmt: skip
+    again = tmp_path / "again" / "claims.md"
+    claims.write_claims(claims.read_runs(tmp_path / "runs"), again)
+    assert again.read_text() == text
 
 
 def _local_step_means(runs: list[tuple]) -> pd.DataFrame:
