@@ -39,6 +39,7 @@ from gnnbench.data.datasets import prepare_dataset  # noqa: E402
 from gnnbench.data.store import read_json  # noqa: E402
 from gnnbench.errors import GnnbenchError  # noqa: E402
 from gnnbench.partition.base import streaming_partitioners  # noqa: E402
+from gnnbench.partition.book import FORMAT_VERSION as BOOK_FORMAT  # noqa: E402
 from gnnbench.partition.spec import PartitionSpec  # noqa: E402
 from gnnbench.partition.stage import run_partition_stage  # noqa: E402
 from gnnbench.paths import REPO_ROOT  # noqa: E402
@@ -67,7 +68,7 @@ COLUMNS = [
     "import_peak_mb", "import_rss_mb", "partition_time_s",
     "partition_peak_mb", "partition_rss_mb", "replication_factor", "edge_cut",
     "gnn_ready_time_s", "gnn_ready_peak_mb", "gnn_ready_route_s", "gnn_ready_structure_s",
-    "gnn_ready_rows_s", "stage_wall_s", "error", "measured_utc", "load_1m",
+    "gnn_ready_rows_s", "stage_wall_s", "error", "measured_utc", "load_1m", "meter",
 ]  # fmt: skip
 IMPORT_FIGURES = ("import_time_s", "import_peak_mb", "import_rss_mb")
 
@@ -129,7 +130,7 @@ def run_size(
             "feature_dim": feature_dim, "partitioner": name, "p": p,
             **{key: meta.get(key) for key in IMPORT_FIGURES},
             "measured_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
-            "load_1m": round(os.getloadavg()[0], 1),
+            "load_1m": round(os.getloadavg()[0], 1), "meter": BOOK_FORMAT,
         }  # fmt: skip
         row.update(_measure_stage(store, config, p, feature_dim > 0))
         print(row, flush=True)
@@ -231,6 +232,10 @@ def _cell(value, digits: int = 3) -> str:
     return "—" if value is None or pd.isna(value) else f"{value:,.{digits}f}"
 
 
+def _meter(value) -> str:
+    return "old" if pd.isna(value) else str(int(value))
+
+
 def _text(value) -> str:
     return value if isinstance(value, str) else "not recorded"
 
@@ -249,7 +254,11 @@ def write_doc(
         "stage's import of the graph into a GraphStore; `ready/part` = gnn_ready_time_s /",
         "partition_time_s; `stage wall` is the whole partition stage as the caller sees it;",
         "`load` is the 1-minute load average when the row started (2 cores: above 2, other",
-        "work shared the CPU and the row's times are upper bounds).",
+        "work shared the CPU and the row's times are upper bounds). `meter`: the book format",
+        f"the row was measured under; rows before {BOOK_FORMAT} (`old`: every row without one)",
+        "predate the one meter of docs/design.md (Metrics): their partition time and peak leave",
+        "out the node-stream CSR that ldg, fennel, heistream and quotient build (557 s of LDG's",
+        "861-s stage at 1 B edges), and their RSS started at the launcher's.",
         "",
         "The GNN-ready step's work grows with the sum of the partitions' edges (about (1 + cut)",
         "|E| for hops = 1) and its output with RF |V| (8 + 8 + 4 F) bytes: read its time next to",
@@ -260,8 +269,8 @@ def write_doc(
         "",
         "| edges | nodes | F | p | partitioner | import s | import peak MB | partition s | peak MB "
         "| RSS MB | RF | cut | GNN-ready s | GNN-ready peak MB | ready/part | stage wall s "
-        "| measured (UTC) | load |",
-        "|" + "---|" * 18,
+        "| measured (UTC) | load | meter |",
+        "|" + "---|" * 19,
     ]
     failed = []
     for row in frame.itertuples():
@@ -276,7 +285,8 @@ def write_doc(
             f"| {_cell(row.replication_factor)} | {_cell(row.edge_cut)} "
             f"| {_cell(row.gnn_ready_time_s, 2)} | {_cell(row.gnn_ready_peak_mb, 1)} "
             f"| {_cell(row.gnn_ready_time_s / row.partition_time_s, 2)} "
-            f"| {_cell(row.stage_wall_s, 1)} | {_text(row.measured_utc)} | {_cell(row.load_1m, 1)} |"
+            f"| {_cell(row.stage_wall_s, 1)} | {_text(row.measured_utc)} | {_cell(row.load_1m, 1)} "
+            f"| {_meter(row.meter)} |"
         )
     if failed:
         lines += ["", "Runs that ended in an error (the stage's one-line message):", ""]
