@@ -1,0 +1,131 @@
+"""FM refinement (gnnbench/partition/fm.py) and quotient's refinement between its levels."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from graphs import make_store
+from test_refine import start_owner
+from test_vertex_partitioners import edge_cut
+
+import gnnbench.partition.fm as fm_module
+from gnnbench.partition.fm import refine_nodes, refine_quotient
+from gnnbench.partition.spec import PartitionSpec
+
+BEST_KEYS = {"subparts_per_part": 8, "subpart_lp_passes": 3, "subpart_fm_passes": 3}
+BEST_KEYS |= {"node_fm_passes": 3}
+
+
+@pytest.fixture(scope="module")
+def random_graph(tmp_path_factory):
+    rng = np.random.default_rng(5)
+    edges = rng.integers(0, 600, size=(3000, 2))  # self loops and repeated edges included
+    return make_store(tmp_path_factory.mktemp("fm") / "store", edges, 630)  # 30 isolated
+
+
+def test_node_fm_leaves_a_local_minimum_by_hand(triangles):
+    """Triangles {0,1,2} {3,4,5}, bridge 2-3; start 0 0 1 1 1 0 (cut 4), p=2, bound 4.
+
+    Gains: 5 -> 1 is +2 (cut 2); then 2 -> 0 is +1 (cut 1, sizes 3:3); then the best left is
+    3 -> 0 at -1 (cut 2, block 0 at the bound), after which nothing fits: the pass rolls back
+    to the best prefix of two moves. The second pass finds nothing better and ends.
+    """
+    owner = np.array([0, 0, 1, 1, 1, 0], dtype=np.int32)
+    stats = refine_nodes(triangles, owner, 2, 5, seed=0)
+    assert owner.tolist() == [0, 0, 0, 1, 1, 1]
+    assert stats["node_fm_bound"] == 4
+    assert (stats["node_fm_gain_1"], stats["node_fm_moves_1"]) == (3, 2)
+    assert (stats["node_fm_gain_2"], stats["node_fm_moves_2"]) == (0, 0)
+    assert "node_fm_gain_3" not in stats and stats["node_fm_stream_passes"] == 2
+
+
+def test_quotient_fm_by_hand():
+    """Path of sub-partitions a0 -4- a1 -1- a2 -4- a3, each of weight 1, start 0 1 0 1 (cut 9),
+    p=2, bound max(2, ceil(1.03 * 2)) = 3: a1 or a2 first (gain 5, the seeded rank decides), then
+    the other one (gain 3): {a0, a1} {a2, a3}, cut 1."""
+    weights = np.zeros((4, 4), dtype=np.int64)
+    for a, b, w in [(0, 1, 4), (1, 2, 1), (2, 3, 4)]:
+        weights[a, b] = weights[b, a] = w
+    for seed in (0, 1):
+        part = np.array([0, 1, 0, 1], dtype=np.int64)
+        stats = refine_quotient(weights, np.ones(4, dtype=np.int64), part, 2, 3, seed)
+        assert part.tolist() == [0, 0, 1, 1] or part.tolist() == [1, 1, 0, 0]
+        assert (stats["subpart_fm_cut_0"], stats["subpart_fm_cut_1"]) == (9, 1)
+        assert stats["subpart_fm_cut_2"] == 1 and stats["subpart_fm_bound"] == 3
+
+
+@pytest.mark.parametrize("window_entries", [64, fm_module.WINDOW_ENTRIES])
+@pytest.mark.parametrize("p", [2, 4, 7])
+@pytest.mark.parametrize("start", ["random", "hash"])
+def test_node_fm_never_raises_the_cut_and_keeps_the_bound(
+    random_graph, p, start, window_entries, monkeypatch
+):
+    """Any start, one window or many: each pass's gain is exact and >= 0, the largest block stays
+    under max(entry maximum, ceil(1.03 |V| / p)), and the same seed gives the same owners."""
+    monkeypatch.setattr(fm_module, "WINDOW_ENTRIES", window_entries)
+    n = random_graph.num_nodes
+    owner = start_owner(random_graph, p, start)
+    again = owner.copy()
+    before = edge_cut(random_graph, owner)
+    bound = max(np.bincount(owner, minlength=p).max(), math.ceil(1.03 * n / p))
+    stats = refine_nodes(random_graph, owner, p, 4, seed=3)
+    gains = [stats[key] for key in stats if key.startswith("node_fm_gain_")]
+    assert min(gains) >= 0 and gains[0] > 0
+    assert edge_cut(random_graph, owner) == before - sum(gains)
+    assert np.bincount(owner, minlength=p).max() <= bound == stats["node_fm_bound"]
+    assert refine_nodes(random_graph, again, p, 4, seed=3) == stats
+    assert np.array_equal(again, owner)
+
+
+@pytest.mark.parametrize("p", [2, 3, 8])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_quotient_fm_never_raises_the_cut_and_keeps_the_bound(p, seed):
+    """Random weighted graphs of sub-partitions with random starts."""
+    rng = np.random.default_rng(seed)
+    k = 60
+    weights = np.triu(rng.integers(0, 5, size=(k, k)) * (rng.random((k, k)) < 0.2), 1)
+    weights = weights + weights.T
+    sizes = rng.integers(1, 20, size=k)
+    part = rng.integers(0, p, size=k)
+    start = part.copy()
+    loads = np.bincount(part, weights=sizes, minlength=p)
+    bound = max(int(loads.max()), math.ceil(1.03 * sizes.sum() / p))
+    stats = refine_quotient(weights, sizes, part, p, 4, seed)
+    cuts = [stats[key] for key in stats if key.startswith("subpart_fm_cut_")]
+    cut = int(weights[part[:, None] != part[None, :]].sum()) // 2
+    assert cuts == sorted(cuts, reverse=True) and cuts[-1] == cut < cuts[0]
+    assert np.bincount(part, weights=sizes, minlength=p).max() <= bound
+    again = start.copy()
+    assert refine_quotient(weights, sizes, again, p, 4, seed) == stats
+    assert np.array_equal(again, part)
+
+
+@pytest.mark.parametrize("p", [2, 4, 8])
+def test_quotient_refinement_levels_each_lower_the_cut(random_graph, p):
+    """Through quotient: the LP pass lowers the sub-partitions' cut, FM on the quotient graph lowers
+    METIS's cut, FM on the nodes lowers the projected one; deterministic per seed."""
+    spec = PartitionSpec.defaults("quotient", **BEST_KEYS)
+    result = spec.run(random_graph, p, 0)
+    stats = result.stats
+    assert stats["subpart_lp_cut"] <= stats["subpart_lp_cut_0"]
+    assert stats["subpart_lp_cut"] == stats["subpart_cut_edges"]
+    fm_cuts = [stats[key] for key in stats if key.startswith("subpart_fm_cut_")]
+    assert fm_cuts == sorted(fm_cuts, reverse=True) and fm_cuts[-1] == stats["quotient_cut_edges"]
+    node_gain = sum(stats[key] for key in stats if key.startswith("node_fm_gain_"))
+    assert edge_cut(random_graph, result.owner) == stats["quotient_cut_edges"] - node_gain
+    sizes = np.bincount(result.owner, minlength=p)
+    assert sizes.max() <= stats["node_fm_bound"]
+    again = spec.run(random_graph, p, 0)
+    assert np.array_equal(again.owner, result.owner)
+    plain = PartitionSpec.defaults("quotient", subparts_per_part=8).run(random_graph, p, 0)
+    assert edge_cut(random_graph, result.owner) < edge_cut(random_graph, plain.owner)
+
+
+@pytest.mark.parametrize("key", ["subpart_lp_passes", "subpart_fm_passes", "node_fm_passes"])
+def test_bad_fm_passes_are_one_line(random_graph, key):
+    from gnnbench.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=f"partitioner.{key}: expected a whole number"):
+        PartitionSpec.defaults("quotient", **{key: -1}).run(random_graph, 2, 0)
