@@ -129,3 +129,18 @@ def test_bad_fm_passes_are_one_line(random_graph, key):
 
     with pytest.raises(ConfigError, match=f"partitioner.{key}: expected a whole number"):
         PartitionSpec.defaults("quotient", **{key: -1}).run(random_graph, 2, 0)
+
+
+def test_quotient_best_is_quotient_with_its_refinement_and_shares_its_books():
+    """The preset runs quotient with the refinement on; a job naming the same keys by hand finds
+    the same book."""
+    from gnnbench.partition.book import book_path
+
+    preset = PartitionSpec.defaults("quotient_best")
+    assert preset.name == "quotient"
+    assert all(preset.params[key] > 0 for key in ("subpart_fm_passes", "node_fm_passes"))
+    by_hand = PartitionSpec.defaults("quotient", **dict(preset.params))
+    assert book_path("g", "f", preset, 4, 0) == book_path("g", "f", by_hand, 4, 0)
+    assert book_path("g", "f", preset, 4, 0) != book_path(
+        "g", "f", PartitionSpec.defaults("quotient"), 4, 0
+    )
