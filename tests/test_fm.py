@@ -56,25 +56,41 @@ def test_quotient_fm_by_hand():
         assert stats["subpart_fm_cut_2"] == 1 and stats["subpart_fm_bound"] == 3
 
 
+def blocks_over(sizes: np.ndarray, bound: int) -> int:
+    return int(np.maximum(sizes - bound, 0).sum())
+
+
 @pytest.mark.parametrize("window_entries", [64, fm_module.WINDOW_ENTRIES])
 @pytest.mark.parametrize("p", [2, 4, 7])
 @pytest.mark.parametrize("start", ["random", "hash"])
 def test_node_fm_never_raises_the_cut_and_keeps_the_bound(
     random_graph, p, start, window_entries, monkeypatch
 ):
-    """Any start, one window or many: each pass's gain is exact and >= 0, the largest block stays
-    under max(entry maximum, ceil(1.03 |V| / p)), and the same seed gives the same owners."""
+    """Any start, one window or many: no pass raises (weight over the bound ceil(1.03 |V| / p),
+    cut), each pass's gain is exact, no block grows past max(its entry size, the bound), and the
+    same seed gives the same owners. From a start within the bound the cut never rises."""
     monkeypatch.setattr(fm_module, "WINDOW_ENTRIES", window_entries)
     n = random_graph.num_nodes
     owner = start_owner(random_graph, p, start)
     again = owner.copy()
-    before = edge_cut(random_graph, owner)
-    bound = max(np.bincount(owner, minlength=p).max(), math.ceil(1.03 * n / p))
+    entry_sizes = np.bincount(owner, minlength=p)
+    cut = edge_cut(random_graph, owner)
+    bound = math.ceil(1.03 * n / p)
     stats = refine_nodes(random_graph, owner, p, 4, seed=3)
-    gains = [stats[key] for key in stats if key.startswith("node_fm_gain_")]
-    assert min(gains) >= 0 and gains[0] > 0
-    assert edge_cut(random_graph, owner) == before - sum(gains)
-    assert np.bincount(owner, minlength=p).max() <= bound == stats["node_fm_bound"]
+    assert stats["node_fm_bound"] == bound
+    assert stats["node_fm_overfull_0"] == blocks_over(entry_sizes, bound)
+    states = [(stats["node_fm_overfull_0"], cut)]
+    for i in range(1, 5):
+        if f"node_fm_gain_{i}" in stats:
+            states.append(
+                (stats[f"node_fm_overfull_{i}"], states[-1][1] - stats[f"node_fm_gain_{i}"])
+            )
+    assert states == sorted(states, reverse=True) and states[-1] < states[0]
+    sizes = np.bincount(owner, minlength=p)
+    assert states[-1] == (blocks_over(sizes, bound), edge_cut(random_graph, owner))
+    assert (sizes <= np.maximum(entry_sizes, bound)).all()
+    if states[0][0] == 0:
+        assert states[-1][0] == 0 and states[-1][1] < cut
     assert refine_nodes(random_graph, again, p, 4, seed=3) == stats
     assert np.array_equal(again, owner)
 
@@ -82,7 +98,7 @@ def test_node_fm_never_raises_the_cut_and_keeps_the_bound(
 @pytest.mark.parametrize("p", [2, 3, 8])
 @pytest.mark.parametrize("seed", [0, 1])
 def test_quotient_fm_never_raises_the_cut_and_keeps_the_bound(p, seed):
-    """Random weighted graphs of sub-partitions with random starts."""
+    """Random weighted graphs of sub-partitions from random starts: as the node level."""
     rng = np.random.default_rng(seed)
     k = 60
     weights = np.triu(rng.integers(0, 5, size=(k, k)) * (rng.random((k, k)) < 0.2), 1)
@@ -90,13 +106,19 @@ def test_quotient_fm_never_raises_the_cut_and_keeps_the_bound(p, seed):
     sizes = rng.integers(1, 20, size=k)
     part = rng.integers(0, p, size=k)
     start = part.copy()
-    loads = np.bincount(part, weights=sizes, minlength=p)
-    bound = max(int(loads.max()), math.ceil(1.03 * sizes.sum() / p))
+    entry_loads = np.bincount(part, weights=sizes, minlength=p)
+    bound = math.ceil(1.03 * sizes.sum() / p)
     stats = refine_quotient(weights, sizes, part, p, 4, seed)
-    cuts = [stats[key] for key in stats if key.startswith("subpart_fm_cut_")]
+    states = [
+        (stats[f"subpart_fm_overfull_{i}"], stats[f"subpart_fm_cut_{i}"])
+        for i in range(5)
+        if f"subpart_fm_cut_{i}" in stats
+    ]
+    assert states == sorted(states, reverse=True) and states[-1] < states[0]
+    loads = np.bincount(part, weights=sizes, minlength=p)
     cut = int(weights[part[:, None] != part[None, :]].sum()) // 2
-    assert cuts == sorted(cuts, reverse=True) and cuts[-1] == cut < cuts[0]
-    assert np.bincount(part, weights=sizes, minlength=p).max() <= bound
+    assert states[-1] == (blocks_over(loads, bound), cut)
+    assert (loads <= np.maximum(entry_loads, bound)).all()
     again = start.copy()
     assert refine_quotient(weights, sizes, again, p, 4, seed) == stats
     assert np.array_equal(again, part)
@@ -111,24 +133,33 @@ def test_quotient_refinement_levels_each_lower_the_cut(random_graph, p):
     stats = result.stats
     assert stats["subpart_lp_cut"] <= stats["subpart_lp_cut_0"]
     assert stats["subpart_lp_cut"] == stats["subpart_cut_edges"]
-    fm_cuts = [stats[key] for key in stats if key.startswith("subpart_fm_cut_")]
-    assert fm_cuts == sorted(fm_cuts, reverse=True) and fm_cuts[-1] == stats["quotient_cut_edges"]
+    last = max(int(key.rsplit("_", 1)[1]) for key in stats if key.startswith("subpart_fm_cut_"))
+    assert stats[f"subpart_fm_cut_{last}"] == stats["quotient_cut_edges"]
     node_gain = sum(stats[key] for key in stats if key.startswith("node_fm_gain_"))
     assert edge_cut(random_graph, result.owner) == stats["quotient_cut_edges"] - node_gain
     sizes = np.bincount(result.owner, minlength=p)
-    assert sizes.max() <= stats["node_fm_bound"]
+    assert sizes.max() <= stats["node_fm_bound"]  # METIS's split over, the FM brought it back
     again = spec.run(random_graph, p, 0)
     assert np.array_equal(again.owner, result.owner)
     plain = PartitionSpec.defaults("quotient", subparts_per_part=8).run(random_graph, p, 0)
     assert edge_cut(random_graph, result.owner) < edge_cut(random_graph, plain.owner)
 
 
-@pytest.mark.parametrize("key", ["subpart_lp_passes", "subpart_fm_passes", "node_fm_passes"])
-def test_bad_fm_passes_are_one_line(random_graph, key):
+@pytest.mark.parametrize(
+    ("key", "value", "expected"),
+    [
+        ("subpart_lp_passes", -1, "a whole number"),
+        ("subpart_fm_passes", 1.5, "a whole number"),
+        ("node_fm_passes", -1, "a whole number"),
+        ("subpart_slack", 0.9, "a number >= 1, got 0.9"),
+        ("subpart_slack", "2", "a number >= 1, got '2'"),
+    ],
+)
+def test_bad_refinement_keys_are_one_line(random_graph, key, value, expected):
     from gnnbench.errors import ConfigError
 
-    with pytest.raises(ConfigError, match=f"partitioner.{key}: expected a whole number"):
-        PartitionSpec.defaults("quotient", **{key: -1}).run(random_graph, 2, 0)
+    with pytest.raises(ConfigError, match=f"partitioner.{key}: expected {expected}"):
+        PartitionSpec.defaults("quotient", **{key: value}).run(random_graph, 2, 0)
 
 
 def test_quotient_best_is_quotient_with_its_refinement_and_shares_its_books():

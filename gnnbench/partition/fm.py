@@ -71,10 +71,28 @@ def _best_move(conn, i, home, node_weight, sizes, bound):
 
 
 @numba.njit(cache=True)
+def _queue(heap, conn, i, home, node_weight, sizes, bound, rank, stamp):
+    """Queue node i at its current key: (out of an overfull block first, best gain, rank)."""
+    gain, target = _best_move(conn, i, home, node_weight, sizes, bound)
+    if target >= 0:
+        overfull = np.int64(1 if sizes[home] > bound else 0)
+        heapq.heappush(heap, (-overfull, -gain, np.int64(rank[i]), np.int64(i), target, stamp))
+
+
+@numba.njit(cache=True)
+def _overfull(sizes, bound):
+    """Weight over the bound, summed over the blocks."""
+    total = 0
+    for t in range(sizes.shape[0]):
+        total += max(0, sizes[t] - bound)
+    return total
+
+
+@numba.njit(cache=True)
 def fm_pass(lo, starts, stops, indices, weights, node_weights, owner, sizes, bound, rank, patience):
     """One FM pass over nodes lo .. lo + len(starts) - 1 (row i: indices[starts[i]:stops[i]],
     edge weights `weights` at the same positions); `owner` and `sizes` are updated in place to
-    the best prefix. Return (cut weight removed, moves kept)."""
+    the best prefix. Return (cut weight removed, overfull weight removed, moves kept)."""
     n = starts.shape[0]
     p = sizes.shape[0]
     conn = np.zeros((n, p), dtype=np.int64)
@@ -85,31 +103,30 @@ def fm_pass(lo, starts, stops, indices, weights, node_weights, owner, sizes, bou
                 conn[i, owner[u]] += _weight(weights, e)
     version = np.zeros(n, dtype=np.int64)
     locked = np.zeros(n, dtype=np.bool_)
-    heap = [(np.int64(0), np.int64(0), np.int64(0), np.int64(0), np.int64(0))]
+    heap = [(np.int64(0), np.int64(0), np.int64(0), np.int64(0), np.int64(0), np.int64(0))]
     heap.pop()
     for i in range(n):
-        gain, target = _best_move(conn, i, owner[lo + i], _weight(node_weights, i), sizes, bound)
-        if target >= 0:
-            heap.append((-gain, np.int64(rank[i]), np.int64(i), np.int64(target), np.int64(0)))
-    heapq.heapify(heap)
+        _queue(heap, conn, i, owner[lo + i], _weight(node_weights, i), sizes, bound, rank, 0)
     moved = np.empty(n, dtype=np.int64)
     moved_from = np.empty(n, dtype=np.int64)
     moves = 0
     delta = 0  # cut change so far (negative: lower)
-    best_delta = 0
+    overfull = _overfull(sizes, bound)
+    entry_overfull = overfull
+    best = (overfull, delta)
     best_moves = 0
     while len(heap) > 0:
-        key, order, i, target, stamp = heapq.heappop(heap)
+        flag, key, order, i, target, stamp = heapq.heappop(heap)
         if locked[i] or stamp != version[i]:
             continue
         home = owner[lo + i]
         node_weight = _weight(node_weights, i)
         gain, now = _best_move(conn, i, home, node_weight, sizes, bound)
-        if now != target or gain != -key:  # a block filled or emptied since: queue it anew
-            version[i] += 1
-            if now >= 0:
-                heapq.heappush(heap, (-gain, order, i, np.int64(now), version[i]))
+        if now != target or gain != -key or -flag != (1 if sizes[home] > bound else 0):
+            version[i] += 1  # a block filled or emptied since: queue it anew
+            _queue(heap, conn, i, home, node_weight, sizes, bound, rank, version[i])
             continue
+        overfull -= max(0, sizes[home] - bound) - max(0, sizes[home] - node_weight - bound)
         owner[lo + i] = target
         sizes[home] -= node_weight
         sizes[target] += node_weight
@@ -118,8 +135,8 @@ def fm_pass(lo, starts, stops, indices, weights, node_weights, owner, sizes, bou
         moved_from[moves] = home
         moves += 1
         delta -= gain
-        if delta < best_delta:
-            best_delta = delta
+        if (overfull, delta) < best:
+            best = (overfull, delta)
             best_moves = moves
         elif moves - best_moves >= patience:
             break
@@ -132,27 +149,29 @@ def fm_pass(lo, starts, stops, indices, weights, node_weights, owner, sizes, bou
             conn[j, target] += w
             if not locked[j]:
                 version[j] += 1
-                gain, now = _best_move(
-                    conn, j, owner[lo + j], _weight(node_weights, j), sizes, bound
-                )
-                if now >= 0:
-                    heapq.heappush(heap, (-gain, np.int64(rank[j]), j, np.int64(now), version[j]))
+                weight_j = _weight(node_weights, j)
+                _queue(heap, conn, j, owner[lo + j], weight_j, sizes, bound, rank, version[j])
     for m in range(moves - 1, best_moves - 1, -1):  # roll back past the best prefix
         i = moved[m]
         node_weight = _weight(node_weights, i)
         sizes[owner[lo + i]] -= node_weight
         sizes[moved_from[m]] += node_weight
         owner[lo + i] = moved_from[m]
-    return -best_delta, best_moves
+    return -best[1], entry_overfull - best[0], best_moves
 
 
 def fm_bound(sizes: np.ndarray, p: int) -> int:
-    """Largest block weight a move may produce: the entry maximum or 3% over the mean."""
-    return max(int(sizes.max()), math.ceil(REFINE_SLACK * int(sizes.sum()) / p))
+    """Largest block weight a move may produce: 3% over the mean."""
+    return math.ceil(REFINE_SLACK * int(sizes.sum()) / p)
+
+
+def overfull(sizes: np.ndarray, bound: int) -> int:
+    """Weight over the bound, summed over the blocks."""
+    return int(np.maximum(sizes - bound, 0).sum())
 
 
 def patience(movable: int) -> int:
-    """Moves without a new best cut before a pass stops: a tenth of the movable nodes, >= 64."""
+    """Moves without a new best prefix before a pass stops: a tenth of the movable nodes, >= 64."""
     return max(64, movable // 10)
 
 
@@ -160,7 +179,7 @@ def refine_quotient(
     weights: np.ndarray, sizes: np.ndarray, part: np.ndarray, p: int, passes: int, seed: int
 ) -> dict[str, Any]:
     """Up to `passes` FM passes moving whole sub-partitions (`part`, int64, in place) over the
-    dense k x k quotient matrix; return the stats (cut in edges after each pass)."""
+    dense k x k quotient matrix; return the stats (cut in edges and overfull weight after each)."""
     if not passes:
         return {}
     k = len(part)
@@ -174,14 +193,16 @@ def refine_quotient(
     rank = np.random.default_rng(seed).permutation(k).astype(np.int64)
     cut = int(weights[part[:, None] != part[None, :]].sum()) // 2
     stats: dict[str, Any] = {"subpart_fm_bound": bound, "subpart_fm_cut_0": cut}
+    stats["subpart_fm_overfull_0"] = overfull(loads, bound)
     for i in range(1, passes + 1):
-        gain, _ = fm_pass(
+        gain, _, kept = fm_pass(
             0, indptr[:-1], indptr[1:], cols, edge_weights, node_weights,
             part, loads, bound, rank, patience(k),
         )  # fmt: skip
         cut -= int(gain)
         stats[f"subpart_fm_cut_{i}"] = cut
-        if gain == 0:
+        stats[f"subpart_fm_overfull_{i}"] = overfull(loads, bound)
+        if kept == 0:
             break
     return stats
 
@@ -190,18 +211,19 @@ def refine_nodes(
     store: GraphStore, owner: np.ndarray, p: int, passes: int, seed: int
 ) -> dict[str, Any]:
     """Up to `passes` windowed FM passes over the store's CSR moving single nodes (`owner`,
-    int32, in place); return the stats (cut edges removed and moves kept per pass)."""
+    int32, in place); return the stats (per pass: cut edges removed, moves kept, overfull
+    nodes after)."""
     adjacency = ensure_adjacency(store)
     sizes = np.bincount(owner, minlength=p).astype(np.int64)
     bound = fm_bound(sizes, p)
-    stats: dict[str, Any] = {"node_fm_bound": bound}
+    stats: dict[str, Any] = {"node_fm_bound": bound, "node_fm_overfull_0": overfull(sizes, bound)}
     streams = adjacency.passes
     for i in range(1, passes + 1):
         gain = moves = 0
         for block in adjacency.blocks("id", max_entries=WINDOW_ENTRIES):
             lo = int(block.nodes[0])
             rng = np.random.default_rng((seed, lo))
-            window_gain, window_moves = fm_pass(
+            window_gain, _, window_moves = fm_pass(
                 lo, block.starts, block.stops, block.indices, UNIT, UNIT,
                 owner, sizes, bound, rng.permutation(len(block.nodes)), patience(len(block.nodes)),
             )  # fmt: skip
@@ -210,7 +232,8 @@ def refine_nodes(
         block = None  # drop the last window before the next pass maps its first
         stats[f"node_fm_gain_{i}"] = gain
         stats[f"node_fm_moves_{i}"] = moves
-        if gain == 0:
+        stats[f"node_fm_overfull_{i}"] = overfull(sizes, bound)
+        if moves == 0:
             break
     stats["node_fm_stream_passes"] = adjacency.passes - streams
     return stats

@@ -116,13 +116,16 @@ def _pack_largest_first(sizes: np.ndarray, p: int) -> np.ndarray:
     return part
 
 
-def _tighten_subparts(store: GraphStore, sub: np.ndarray, k: int, passes: int) -> dict[str, Any]:
-    """Label-propagation passes lowering the cut between the k sub-partitions (`sub`, in place):
-    fewer edges left between them is less for METIS on the quotient graph to get wrong."""
+def _tighten_subparts(
+    store: GraphStore, sub: np.ndarray, k: int, passes: int, slack: float
+) -> dict[str, Any]:
+    """Label-propagation passes lowering the cut between the k sub-partitions (`sub`, in place),
+    each growing up to `slack` times their mean size: fewer edges left between them is less for
+    METIS on the quotient graph to get wrong."""
     if not passes:
         return {}
     owner = sub.astype(np.int32)
-    stats = refine(store, owner, k, passes)
+    stats = refine(store, owner, k, passes, slack=slack)
     sub[:] = owner
     done = sum(key.startswith("refine_moves_") for key in stats)  # it stops at a pass moving none
     return {
@@ -161,6 +164,7 @@ def quotient(
     base_keys: Mapping[str, Any],
     subparts_per_part: int,
     subpart_lp_passes: int,
+    subpart_slack: float,
     subpart_fm_passes: int,
     node_fm_passes: int,
     chunk_edges: int,
@@ -169,6 +173,9 @@ def quotient(
     spec = _base_spec(base, base_keys, chunk_edges)
     per_part = whole_at_least("partitioner.subparts_per_part", subparts_per_part, 1)
     whole_at_least("partitioner.subpart_lp_passes", subpart_lp_passes, 0)
+    slack = subpart_slack
+    if isinstance(slack, bool) or not isinstance(slack, int | float) or not slack >= 1:
+        raise ConfigError(f"partitioner.subpart_slack: expected a number >= 1, got {slack!r}")
     subpart_passes = whole_at_least("partitioner.subpart_fm_passes", subpart_fm_passes, 0)
     node_passes = whole_at_least("partitioner.node_fm_passes", node_fm_passes, 0)
     if p == 1:
@@ -181,7 +188,7 @@ def quotient(
             raise ValueError(
                 f"partitioner.base={base}: its owners are not one part in [0, {k}) a node"
             )
-        fm_stats = _tighten_subparts(store, sub, k, subpart_lp_passes)
+        fm_stats = _tighten_subparts(store, sub, k, subpart_lp_passes, subpart_slack)
         weights = quotient_weights(store, sub, k)
         sizes = np.bincount(sub, minlength=k)
         part = metis_on_quotient(weights, sizes, p, seed)
