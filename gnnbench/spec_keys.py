@@ -25,6 +25,7 @@ KEYS_ADDED_LATER: dict[str, Any] = {
     "partitioner.grid_dims": 2,  # grid's
     "partitioner.subpart_lp_passes": 0,  # quotient's
     "partitioner.subpart_slack": 1.03,  # quotient's
+    "partitioner.quotient_ncuts": 1,  # quotient's
     "partitioner.subpart_fm_passes": 0,  # quotient's
     "partitioner.node_fm_passes": 0,  # quotient's
     "train.optimizer_state": "local",

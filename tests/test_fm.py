@@ -151,6 +151,7 @@ def test_quotient_refinement_levels_each_lower_the_cut(random_graph, p):
         ("subpart_lp_passes", -1, "a whole number"),
         ("subpart_fm_passes", 1.5, "a whole number"),
         ("node_fm_passes", -1, "a whole number"),
+        ("quotient_ncuts", 0, "a whole number"),
         ("subpart_slack", 0.9, "a number >= 1, got 0.9"),
         ("subpart_slack", "2", "a number >= 1, got '2'"),
     ],

@@ -79,8 +79,11 @@ def quotient_weights(store: GraphStore, sub: np.ndarray, k: int) -> np.ndarray:
     return weights
 
 
-def metis_on_quotient(weights: np.ndarray, sizes: np.ndarray, p: int, seed: int) -> np.ndarray:
-    """METIS k-way of the quotient graph into p parts; the part of every sub-partition."""
+def metis_on_quotient(
+    weights: np.ndarray, sizes: np.ndarray, p: int, seed: int, ncuts: int = 1
+) -> np.ndarray:
+    """METIS k-way of the quotient graph into p parts, the best of `ncuts` tries (METIS's own
+    option: each from another seed); the part of every sub-partition."""
     if p == 1:
         return np.zeros(len(sizes), dtype=np.int64)
     if not weights.any():
@@ -102,7 +105,7 @@ def metis_on_quotient(weights: np.ndarray, sizes: np.ndarray, p: int, seed: int)
         pymetis.CSRAdjacency(xadj, cols),
         vweights=np.maximum(sizes, 1).tolist(),  # an empty sub-partition still weighs 1
         eweights=weights[rows, cols].tolist(),
-        options=pymetis.Options(seed=int(seed)),
+        options=pymetis.Options(seed=int(seed), ncuts=ncuts),
     )
     return np.asarray(membership, dtype=np.int64)
 
@@ -165,6 +168,7 @@ def quotient(
     subparts_per_part: int,
     subpart_lp_passes: int,
     subpart_slack: float,
+    quotient_ncuts: int,
     subpart_fm_passes: int,
     node_fm_passes: int,
     chunk_edges: int,
@@ -176,6 +180,7 @@ def quotient(
     slack = subpart_slack
     if isinstance(slack, bool) or not isinstance(slack, int | float) or not slack >= 1:
         raise ConfigError(f"partitioner.subpart_slack: expected a number >= 1, got {slack!r}")
+    ncuts = whole_at_least("partitioner.quotient_ncuts", quotient_ncuts, 1)
     subpart_passes = whole_at_least("partitioner.subpart_fm_passes", subpart_fm_passes, 0)
     node_passes = whole_at_least("partitioner.node_fm_passes", node_fm_passes, 0)
     if p == 1:
@@ -191,7 +196,7 @@ def quotient(
         fm_stats = _tighten_subparts(store, sub, k, subpart_lp_passes, subpart_slack)
         weights = quotient_weights(store, sub, k)
         sizes = np.bincount(sub, minlength=k)
-        part = metis_on_quotient(weights, sizes, p, seed)
+        part = metis_on_quotient(weights, sizes, p, seed, ncuts)
         fm_stats.update(refine_quotient(weights, sizes, part, p, subpart_passes, seed))
         owner = part[sub].astype(np.int32)
         if node_passes:
