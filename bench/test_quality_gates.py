@@ -61,7 +61,7 @@ PRESETS_GATED = ("quotient_best",)
 
 @pytest.mark.parametrize("graph", GRAPHS)
 @pytest.mark.parametrize("name", (*IN_MEMORY_GATED, *PRESETS_GATED))
-def test_in_memory_baseline_quality(name, graph, quality_gates, tmp_path):
+def test_baseline_and_preset_quality(name, graph, quality_gates, tmp_path):
     quality_gates.check(partition_quality(name, graph, tmp_path), "lower")
 
 

@@ -2,20 +2,22 @@
 (quotient's graph of sub-partitions) and for bounded windows of the on-disk CSR (its nodes).
 
 One FM pass (Fiduccia & Mattheyses 1982, k-way as in KaHIP's and METIS's refinement) over a set of
-movable nodes: every movable node with a neighbour in another block enters a priority queue keyed
-by its best gain (cut weight removed by moving it to the adjacent block with the most weight
-towards it, among blocks with room under the bound; ties: the smaller block, then the lower
-index), then a seeded rank. The pass pops the best node, moves it even at a negative gain (what
-lets FM leave a local minimum that label propagation stops in), locks it, updates its movable
-neighbours' gains and queues them again (stale queue entries are skipped by a version number),
-and stops when the queue empties or `patience` moves pass without a new best cut. It then rolls
-back to the best prefix: the one with the lowest cut, the shortest among equals. So a pass never
-raises the cut, every state it keeps had each block under
+movable nodes, under
 
-    bound = max(largest block on entry, ceil(1.03 * total weight / p))
+    bound = ceil(1.03 * total weight / p)      (3% over the mean, as METIS and REFINE_SLACK)
 
-(the refinement post-pass's bound, gnnbench/partition/refine.py), and a pass that finds nothing
-better leaves the partition as it was.
+Every movable node with a neighbour in another block enters a priority queue keyed by: whether its
+block is over the bound (those first), its best gain (cut weight removed by moving it to the
+adjacent block with the most weight towards it, among blocks with room under the bound; ties:
+the smaller block, then the lower index), then a seeded rank. The pass pops the first node, moves
+it even at a negative gain (what lets FM leave a local minimum that label propagation stops in),
+locks it, updates its movable neighbours' keys and queues them again (stale queue entries are
+skipped by a version number), and stops when the queue empties or `patience` moves pass without a
+new best prefix. It then rolls back to the best prefix: the lowest (weight over the bound, summed
+over the blocks; cut), the shortest among equals. So no pass raises that pair: from a partition
+within the bound the cut never rises and the bound holds; from one over it (METIS's split of
+coarse nodes may be) the excess shrinks first, cut allowed; no block ever grows past
+max(its size on entry, bound); and a pass that finds nothing better leaves the partition as it was.
 
 - `refine_quotient`: the k sub-partitions (node weight: their size; edge weight: the edges
   between them) as one movable set, from the dense k x k matrix quotient already holds.
@@ -24,7 +26,7 @@ better leaves the partition as it was.
   they are for the window. On a graph whose CSR fits one window (up to WINDOW_ENTRIES entries)
   the pass is a global FM pass; on a larger one a node's gain is exact but negative moves can
   only be recovered by neighbours in its own window. State: the owner array (|V| int32), p
-  block sizes, and per window a window-nodes x p int32 matrix of connections, the queue (one
+  block sizes, and per window a window-nodes x p int64 matrix of connections, the queue (one
   entry per boundary node and per update of a moved node's neighbours) and the move log:
   O(|V| * p) bytes at most, bounded by the window otherwise.
 

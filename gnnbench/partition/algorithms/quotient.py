@@ -18,17 +18,22 @@ streaming partitioner (`base`, with `base_keys` over its config file).
    went. A quotient graph without edges is packed largest sub-partition first onto the lightest
    part instead.
 
-Cut-aware refinement between the levels (issue 30; each off at 0, the file's default;
+Cut-aware refinement between the levels (issue 30; each off at its default in quotient.yaml;
 `partitioner=quotient_best` turns them on):
 - `subpart_lp_passes`: before the quotient graph, label-propagation passes (the edge-cut rule of
-  gnnbench/partition/refine.py at k blocks) lower the cut between the sub-partitions, so fewer
-  edges are left for METIS's split of the quotient graph to get wrong;
-- `subpart_fm_passes`: after METIS, FM passes moving whole sub-partitions on the quotient graph
-  (in memory, its k x k matrix), ranked by gain with a priority queue, under the balance bound,
-  rolled back to the best prefix (gnnbench/partition/fm.py);
+  gnnbench/partition/refine.py at k blocks, blocks up to `subpart_slack` times their mean) turn
+  the sub-partitions into tighter clusters, so fewer edges are left for METIS's split of the
+  quotient graph to get wrong;
+- `quotient_ncuts`: METIS splits the quotient graph that many times and keeps the lowest cut;
+- `subpart_fm_passes`: FM passes moving whole sub-partitions on the quotient graph (in memory,
+  from its k x k matrix), ranked by gain with a priority queue, rolled back to the best prefix
+  (gnnbench/partition/fm.py); they also pull METIS's coarse split back under 3% imbalance where
+  whole sub-partitions can;
 - `node_fm_passes`: the split projected onto the nodes, the same FM kernel moving single nodes,
-  one CSR window at a time (|V| owners, p sizes and a window x p connection matrix).
-None raises the cut; `quotient_cut_edges` is the cut after the sub-partition level.
+  one CSR window at a time (|V| owners, p sizes and a window x p connection matrix), finishing
+  the rebalancing at node grain.
+Neither FM raises the cut of a partition within 3% over the mean (the pair (weight over it, cut)
+never rises); `quotient_cut_edges` is the cut after the sub-partition level.
 
 State: the base partitioner's, then O(|V|) (the sub-partition array) plus the k x k matrix and the
 CSR windows. `partitioner.chunk_edges` reaches the base; the book's cache key holds the base's
