@@ -1,7 +1,7 @@
 """Quality gates: deterministic partition metrics and a short seeded training run's F1.
 
-Every streaming partitioner, and the in-memory baselines of IN_MEMORY_GATED, on a fixed set of
-small graphs at p=4 with seed 0 (the METIS baselines are checked in tests/test_baselines.py);
+Every streaming partitioner, the in-memory baselines of IN_MEMORY_GATED and the presets of
+PRESETS_GATED (partitioner=quotient_best), on a fixed set of small graphs at p=4 with seed 0 (the METIS baselines are checked in tests/test_baselines.py);
 replication factor, edge cut and vertex balance worse by more than 1% than
 bench/baselines/quality.json fails, naming partitioner, graph, p and both values. Restreaming (`passes`) and the refinement post-pass (`refine_passes`, both
 `refine_objective`s) are gated on cora at p=4 as their own keys (VARIANTS).
@@ -41,7 +41,7 @@ def gate_store(graph: str):
 def partition_quality(name: str, graph: str, out_dir) -> dict[str, float]:
     """The gated metrics of one partitioner on one graph (in-process, same code as a run)."""
     store = gate_store(graph)
-    result = PartitionSpec.defaults(name).run(store, P, 0)
+    result = PartitionSpec.defaults(name).run_refined(store, P, 0)  # a preset may refine
     metrics = build_partitions(store, result.owner, P, out_dir)
     return {f"{name}/{graph}/p{P}/{metric}": metrics[metric] for metric in GATED_METRICS}
 
@@ -55,11 +55,13 @@ def test_partition_quality(name, graph, quality_gates, tmp_path):
 # In-memory baselines gated like the streaming partitioners: deterministic per seed (KaMinPar with
 # its default single thread), and the reference the streaming configurations are measured against.
 IN_MEMORY_GATED = ("kaminpar",)
+# Presets (conf/partitioner/<name>.yaml extending a partitioner's file) gated the same way.
+PRESETS_GATED = ("quotient_best",)
 
 
 @pytest.mark.parametrize("graph", GRAPHS)
-@pytest.mark.parametrize("name", IN_MEMORY_GATED)
-def test_in_memory_baseline_quality(name, graph, quality_gates, tmp_path):
+@pytest.mark.parametrize("name", (*IN_MEMORY_GATED, *PRESETS_GATED))
+def test_baseline_and_preset_quality(name, graph, quality_gates, tmp_path):
     quality_gates.check(partition_quality(name, graph, tmp_path), "lower")
 
 

@@ -23,6 +23,11 @@ KEYS_ADDED_LATER: dict[str, Any] = {
     "partitioner.refine_objective": "edge_cut",
     "partitioner.chunk_refinement": True,  # grem's
     "partitioner.grid_dims": 2,  # grid's
+    "partitioner.subpart_lp_passes": 0,  # quotient's
+    "partitioner.subpart_slack": 1.03,  # quotient's
+    "partitioner.quotient_ncuts": 1,  # quotient's
+    "partitioner.subpart_fm_passes": 0,  # quotient's
+    "partitioner.node_fm_passes": 0,  # quotient's
     "train.optimizer_state": "local",
     "dataset.features": "none",
     "dataset.feature_dtype": "float32",

@@ -41,7 +41,7 @@ PEAK_CONFIGS += ("ldg passes=3 refine=3 replication", "grem refine=10 replicatio
 PEAK_CONFIGS += ("quotient ldg refine=10 replication", "quotient grem refine=10 replication")
 PEAK_CONFIGS += ("quotient grem chunk=0.02 refine=10 replication",)
 PEAK_CONFIGS += ("quotient ldg subparts=64 refine=10 replication",)
-PEAK_CONFIGS += ("quotient ldg subparts=128 refine=10 replication",)
+PEAK_CONFIGS += ("quotient ldg subparts=128 refine=10 replication", "quotient_best")
 HEADING = "## Streaming against METIS: restreaming, refinement, HeiStream, quotient (issue 16)"
 NEXT_SECTION = (
     "\n## SPRING's replication factor"  # partition_quality_summary.py keeps what precedes
@@ -124,6 +124,8 @@ CONFIGS: dict[str, tuple[str, dict]] = {
         "quotient",
         {"base": "grem", "base_keys": {"chunk_fraction": 0.02}, **replication_refine(10)},
     ),
+    # cut-aware refinement between quotient's levels (issue 30): conf/partitioner/quotient_best.yaml
+    "quotient_best": ("quotient_best", {}),
 }
 
 

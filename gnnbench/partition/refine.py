@@ -194,19 +194,25 @@ def _replication_block(
     return moves, halo_gain, cut_gain
 
 
-def refine_bound(sizes: np.ndarray, num_nodes: int, p: int) -> int:
-    """Largest block size a move may produce: the entry maximum or 3% over the mean."""
-    return max(int(sizes.max()), math.ceil(REFINE_SLACK * num_nodes / p))
+def refine_bound(sizes: np.ndarray, num_nodes: int, p: int, slack: float = REFINE_SLACK) -> int:
+    """Largest block size a move may produce: the entry maximum or `slack` times the mean."""
+    return max(int(sizes.max()), math.ceil(slack * num_nodes / p))
 
 
 def refine(
-    store: GraphStore, owner: np.ndarray, p: int, passes: int, objective: str = "edge_cut"
+    store: GraphStore,
+    owner: np.ndarray,
+    p: int,
+    passes: int,
+    objective: str = "edge_cut",
+    slack: float = REFINE_SLACK,
 ) -> dict[str, Any]:
-    """Refine `owner` (int32, modified in place) by up to `passes` passes; return the stats."""
+    """Refine `owner` (int32, modified in place) by up to `passes` passes, blocks up to `slack`
+    times the mean (or the entry maximum); return the stats."""
     check_refine_objective(objective)
     adjacency = ensure_adjacency(store)
     sizes = np.bincount(owner, minlength=p).astype(np.int64)
-    bound = refine_bound(sizes, store.num_nodes, p)
+    bound = refine_bound(sizes, store.num_nodes, p, slack)
     stats: dict[str, Any] = {"refine_passes": passes, "refine_bound": bound}
     if objective == "edge_cut":
         _cut_passes(adjacency, owner, sizes, bound, passes, stats)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from gnnbench.data.store import GraphStore
@@ -154,18 +155,31 @@ def check_choice(key: str, value: Any, choices: tuple[str, ...]) -> str:
 
 def default_config(name: str) -> dict[str, Any]:
     """The shared block of conf/config.yaml merged over conf/partitioner/<name>.yaml (Hydra's
-    order: the primary config's `_self_` comes after the groups)."""
+    order: the primary config's `_self_` comes after the groups); `name` may be a preset."""
     from omegaconf import OmegaConf
 
     from gnnbench.paths import REPO_ROOT
 
     conf = REPO_ROOT / "conf"
-    path = conf / "partitioner" / f"{name}.yaml"
+    shared = OmegaConf.load(conf / "config.yaml")["partitioner"]
+    return plain(OmegaConf.merge(_group_file(conf / "partitioner", name), shared))
+
+
+def _group_file(group: Path, name: str) -> Any:
+    """conf/partitioner/<name>.yaml over the files its `defaults` list extends (a preset such as
+    quotient_best.yaml: `defaults: [quotient, _self_]` and the keys it changes), as Hydra
+    composes a group file extending another of its group."""
+    from omegaconf import OmegaConf
+
+    path = group / f"{name}.yaml"
     if not path.is_file():
         PARTITIONERS.get(name)  # an unknown name: the registry's one line
         raise ConfigError(f"{path}: not found (the config of partitioner={name})")
-    shared = OmegaConf.load(conf / "config.yaml")["partitioner"]
-    return plain(OmegaConf.merge(OmegaConf.load(path), shared))
+    config = OmegaConf.load(path)
+    extends = [entry for entry in config.pop("defaults", []) if entry != "_self_"]
+    if not all(isinstance(entry, str) for entry in extends):
+        raise ConfigError(f"{path}: defaults: expected names of files beside it, got {extends}")
+    return OmegaConf.merge(*(_group_file(group, entry) for entry in extends), config)
 
 
 def _positive_or_none(config: Mapping[str, Any], key: str) -> float | None:

@@ -18,6 +18,23 @@ streaming partitioner (`base`, with `base_keys` over its config file).
    went. A quotient graph without edges is packed largest sub-partition first onto the lightest
    part instead.
 
+Cut-aware refinement between the levels (issue 30; each off at its default in quotient.yaml;
+`partitioner=quotient_best` turns them on):
+- `subpart_lp_passes`: before the quotient graph, label-propagation passes (the edge-cut rule of
+  gnnbench/partition/refine.py at k blocks, blocks up to `subpart_slack` times their mean) turn
+  the sub-partitions into tighter clusters, so fewer edges are left for METIS's split of the
+  quotient graph to get wrong;
+- `quotient_ncuts`: METIS splits the quotient graph that many times and keeps the lowest cut;
+- `subpart_fm_passes`: FM passes moving whole sub-partitions on the quotient graph (in memory,
+  from its k x k matrix), ranked by gain with a priority queue, rolled back to the best prefix
+  (gnnbench/partition/fm.py); they also pull METIS's coarse split back under 3% imbalance where
+  whole sub-partitions can;
+- `node_fm_passes`: the split projected onto the nodes, the same FM kernel moving single nodes,
+  one CSR window at a time (|V| owners, p sizes and a window x p connection matrix), finishing
+  the rebalancing at node grain.
+Neither FM raises the cut of a partition within 3% over the mean (the pair (weight over it, cut)
+never rises); `quotient_cut_edges` is the cut after the sub-partition level.
+
 State: the base partitioner's, then O(|V|) (the sub-partition array) plus the k x k matrix and the
 CSR windows. `partitioner.chunk_edges` reaches the base; the book's cache key holds the base's
 own identity and code version (`nested_identity`). The shared refinement post-pass (`partitioner.refine_passes`, best with
@@ -37,9 +54,12 @@ from gnnbench.data.adjacency import adjacency_scope, ensure_adjacency
 from gnnbench.data.store import GraphStore
 from gnnbench.errors import ConfigError
 from gnnbench.partition.base import PARTITIONERS, PartitionResult
+from gnnbench.partition.fm import refine_nodes, refine_quotient
+from gnnbench.partition.refine import refine
 from gnnbench.spec_keys import whole_at_least
 
-# Bump when this module's output changes: part of every partition book's cache key.
+# Bump when this module's output changes (gnnbench/partition/fm.py's included: quotient alone runs
+# it): part of every partition book's cache key.
 VERSION = "1"
 MAX_SUBPARTS = 1024  # the quotient graph's dense matrix is k^2 int64
 METIS_MAX_WEIGHT = 2**31 - 1  # METIS's idx_t: the summed edge weights must fit
@@ -64,8 +84,11 @@ def quotient_weights(store: GraphStore, sub: np.ndarray, k: int) -> np.ndarray:
     return weights
 
 
-def metis_on_quotient(weights: np.ndarray, sizes: np.ndarray, p: int, seed: int) -> np.ndarray:
-    """METIS k-way of the quotient graph into p parts; the part of every sub-partition."""
+def metis_on_quotient(
+    weights: np.ndarray, sizes: np.ndarray, p: int, seed: int, ncuts: int = 1
+) -> np.ndarray:
+    """METIS k-way of the quotient graph into p parts, the best of `ncuts` tries (METIS's own
+    option: each from another seed); the part of every sub-partition."""
     if p == 1:
         return np.zeros(len(sizes), dtype=np.int64)
     if not weights.any():
@@ -87,7 +110,7 @@ def metis_on_quotient(weights: np.ndarray, sizes: np.ndarray, p: int, seed: int)
         pymetis.CSRAdjacency(xadj, cols),
         vweights=np.maximum(sizes, 1).tolist(),  # an empty sub-partition still weighs 1
         eweights=weights[rows, cols].tolist(),
-        options=pymetis.Options(seed=int(seed)),
+        options=pymetis.Options(seed=int(seed), ncuts=ncuts),
     )
     return np.asarray(membership, dtype=np.int64)
 
@@ -99,6 +122,25 @@ def _pack_largest_first(sizes: np.ndarray, p: int) -> np.ndarray:
         part[index] = int(np.argmin(loads))
         loads[part[index]] += sizes[index]
     return part
+
+
+def _tighten_subparts(
+    store: GraphStore, sub: np.ndarray, k: int, passes: int, slack: float
+) -> dict[str, Any]:
+    """Label-propagation passes lowering the cut between the k sub-partitions (`sub`, in place),
+    each growing up to `slack` times their mean size: fewer edges left between them is less for
+    METIS on the quotient graph to get wrong."""
+    if not passes:
+        return {}
+    owner = sub.astype(np.int32)
+    stats = refine(store, owner, k, passes, slack=slack)
+    sub[:] = owner
+    done = sum(key.startswith("refine_moves_") for key in stats)  # it stops at a pass moving none
+    return {
+        "subpart_lp_cut_0": stats["refine_cut_0"],
+        "subpart_lp_cut": stats[f"refine_cut_{done}"],
+        "subpart_lp_stream_passes": done,
+    }
 
 
 def _base_spec(base: str, base_keys: Any, chunk_edges: int):
@@ -129,11 +171,23 @@ def quotient(
     base: str,
     base_keys: Mapping[str, Any],
     subparts_per_part: int,
+    subpart_lp_passes: int,
+    subpart_slack: float,
+    quotient_ncuts: int,
+    subpart_fm_passes: int,
+    node_fm_passes: int,
     chunk_edges: int,
 ) -> PartitionResult:
-    """Sub-partitions from `base`, METIS on their quotient graph."""
+    """Sub-partitions from `base`, METIS on their quotient graph, then FM at both levels."""
     spec = _base_spec(base, base_keys, chunk_edges)
     per_part = whole_at_least("partitioner.subparts_per_part", subparts_per_part, 1)
+    whole_at_least("partitioner.subpart_lp_passes", subpart_lp_passes, 0)
+    slack = subpart_slack
+    if isinstance(slack, bool) or not isinstance(slack, int | float) or not slack >= 1:
+        raise ConfigError(f"partitioner.subpart_slack: expected a number >= 1, got {slack!r}")
+    ncuts = whole_at_least("partitioner.quotient_ncuts", quotient_ncuts, 1)
+    subpart_passes = whole_at_least("partitioner.subpart_fm_passes", subpart_fm_passes, 0)
+    node_passes = whole_at_least("partitioner.node_fm_passes", node_fm_passes, 0)
     if p == 1:
         return PartitionResult(np.zeros(store.num_nodes, dtype=np.int32), {"passes": 0})
     k = max(1, min(p * per_part, store.num_nodes, MAX_SUBPARTS))
@@ -144,23 +198,31 @@ def quotient(
             raise ValueError(
                 f"partitioner.base={base}: its owners are not one part in [0, {k}) a node"
             )
+        fm_stats = _tighten_subparts(store, sub, k, subpart_lp_passes, subpart_slack)
         weights = quotient_weights(store, sub, k)
-    sizes = np.bincount(sub, minlength=k)
-    part = metis_on_quotient(weights, sizes, p, seed)
-    owner = part[sub].astype(np.int32)
+        sizes = np.bincount(sub, minlength=k)
+        part = metis_on_quotient(weights, sizes, p, seed, ncuts)
+        fm_stats.update(refine_quotient(weights, sizes, part, p, subpart_passes, seed))
+        owner = part[sub].astype(np.int32)
+        if node_passes:
+            fm_stats.update(refine_nodes(store, owner, p, node_passes, seed))
     cut = int(weights[part[:, None] != part[None, :]].sum()) // 2
+    refine_streams = fm_stats.get("subpart_lp_stream_passes", 0)
+    refine_streams += fm_stats.get("node_fm_stream_passes", 0)
     stats = {
-        "passes": int(sub_result.stats.get("passes", 0)) + 1,  # + the quotient's stream
+        # + the quotient's stream and the refinements' streams
+        "passes": int(sub_result.stats.get("passes", 0)) + 1 + refine_streams,
         "subparts": k,
         "base_passes": int(sub_result.stats.get("passes", 0)),
         "quotient_edges": int(np.count_nonzero(weights)) // 2,
         "quotient_cut_edges": cut,
         "subpart_cut_edges": int(weights.sum()) // 2,
+        **fm_stats,
     }
     return PartitionResult(owner, stats)
 
 
-def _nested_identity(*, base, base_keys, subparts_per_part, chunk_edges) -> dict[str, Any]:
+def _nested_identity(*, base, base_keys, chunk_edges, **_own) -> dict[str, Any]:
     """What of the base determines the book beyond quotient's own keys: its full identity (its
     config file's defaults included) and its code version."""
     from gnnbench.partition.base import algorithm_version
