@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import signal
 import time
@@ -16,8 +17,10 @@ from gnnbench.data.graph_ops import csr_from_edges
 from gnnbench.data.store import GraphStore
 from gnnbench.errors import ConfigError, DataError
 from gnnbench.partition.book import PartitionBook
+from gnnbench.train.group import RankGroup
 from gnnbench.train.metrics import confusion_counts, f1_scores
 from gnnbench.train.models import MODELS
+from gnnbench.train.record import EpochRecord
 from gnnbench.train.result import TrainResult
 from gnnbench.train.runner import check_training_config, run_training
 from gnnbench.train.sampler import ALL_NEIGHBOURS, NeighbourSampler, batch_seed
@@ -264,11 +267,29 @@ def test_optimizer_state_changes_the_run(graph):
     assert len({tuple(curve[1:]) for curve in losses.values()}) == 3
 
 
+def test_epoch_record_fields_become_the_logged_metrics_of_their_names():
+    """Each field of the epoch record is the metric of its name: the run's figures are
+    TrainResult fields (logged under those names), train_loss the per-epoch curve; the slowest
+    rank's mean time, the fewest trained nodes, the mean sync count, the loss per training node."""
+    record = EpochRecord.zeros(3)
+    record.epoch_time_s[:] = [1.0, 2.0, 6.0]
+    record.train_loss[:] = [4.0, 2.0, 1.0]
+    record.sync_count[:] = [3.0, 0.0, 0.0]
+    record.train_nodes_per_epoch[:] = [4.0, 4.0, 2.0]
+    record.sync_time_s[:] = [0.5, 0.25, 0.0]
+    figures, losses = record.run_figures(RankGroup(0, 1, torch.device("cpu")), total_train=4.0)
+    fields = {field.name for field in dataclasses.fields(EpochRecord)}
+    assert set(figures) == fields - {"train_loss"}
+    assert set(figures) <= {field.name for field in dataclasses.fields(TrainResult)}
+    assert losses.tolist() == [1.0, 0.5, 0.25]
+    assert (figures["epoch_time_s"], figures["sync_count"]) == (3.0, 1.0)
+    assert (figures["train_nodes_per_epoch"], figures["sync_time_s"]) == (2.0, 0.75)
+
+
 def test_averaged_adam_moments_are_weighted_by_training_nodes():
     from types import SimpleNamespace
 
     from gnnbench.train.context import ModelState, TrainingContext
-    from gnnbench.train.group import RankGroup
     from gnnbench.train.modes.model_avg import ModelAverage
 
     model = torch.nn.Linear(3, 2)
