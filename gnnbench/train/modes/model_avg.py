@@ -40,7 +40,8 @@ class ModelAverage(TrainingMode):
         states, weights = self.train_parts(start, length, record)
         record.sync_wait_s[start], record.sync_time_s[start] = self.synchronise(states, weights)
         record.sync_count[start] = 1.0
-        record.train_nodes_per_epoch[start : start + length] = self.context.total_train  # all
+        # every training node of every rank, each epoch, by construction
+        record.train_nodes_per_epoch[start : start + length] = self.context.total_train
 
     def train_parts(
         self, first_epoch: int, length: int, record: EpochRecord
