@@ -101,15 +101,16 @@ def test_layerwise_inference_over_khop_batches(benchmark):
     import numpy as np
     import torch
 
+    from gnnbench.train.forward import forward
     from gnnbench.train.spec import Job
     from gnnbench.train.worker import Worker
 
     store = amazon_cs_store()
     settings = spec_from_conf({"mode": "centralized", **TRAIN}, MODEL, num_workers=1)
     job = Job(settings, store.path, None, store.feature_dim, store.num_classes, False, None)
-    worker = Worker(job, 0, 1, torch.device("cpu"))
-    worker.model.eval()
-    part = worker.partitions.get(0)
+    evaluator = Worker(job, 0, 1, torch.device("cpu")).evaluator
+    evaluator.model.eval()
+    part = evaluator.partitions.get(0)
     targets = np.unique(np.concatenate([part.split["val"], part.split["test"]]))
 
     def khop() -> torch.Tensor:
@@ -117,11 +118,13 @@ def test_layerwise_inference_over_khop_batches(benchmark):
         for start in range(0, len(targets), settings.eval_batch_size):
             batch = part.full_sampler.sample(targets[start : start + settings.eval_batch_size], 0)
             x = torch.from_numpy(np.asarray(part.features[batch.n_id]))
-            outputs.append(worker._forward(x, batch.blocks))
+            outputs.append(forward(evaluator.model, x, batch.blocks, torch.device("cpu")))
         return torch.cat(outputs)
 
     with torch.no_grad():
-        layerwise = benchmark.pedantic(worker.infer, args=(part, targets), rounds=1, iterations=1)
+        layerwise = benchmark.pedantic(
+            evaluator.infer, args=(part, targets), rounds=1, iterations=1
+        )
         started = time.perf_counter()
         reference = khop()
         khop_s = time.perf_counter() - started

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import signal
 import time
@@ -16,8 +17,10 @@ from gnnbench.data.graph_ops import csr_from_edges
 from gnnbench.data.store import GraphStore
 from gnnbench.errors import ConfigError, DataError
 from gnnbench.partition.book import PartitionBook
+from gnnbench.train.group import RankGroup
 from gnnbench.train.metrics import confusion_counts, f1_scores
 from gnnbench.train.models import MODELS
+from gnnbench.train.record import EpochRecord
 from gnnbench.train.result import TrainResult
 from gnnbench.train.runner import check_training_config, run_training
 from gnnbench.train.sampler import ALL_NEIGHBOURS, NeighbourSampler, batch_seed
@@ -264,9 +267,29 @@ def test_optimizer_state_changes_the_run(graph):
     assert len({tuple(curve[1:]) for curve in losses.values()}) == 3
 
 
+def test_epoch_record_fields_become_the_logged_metrics_of_their_names():
+    """Each field of the epoch record is the metric of its name: the run's figures are
+    TrainResult fields (logged under those names), train_loss the per-epoch curve; the slowest
+    rank's mean time, the fewest trained nodes, the mean sync count, the loss per training node."""
+    record = EpochRecord.zeros(3)
+    record.epoch_time_s[:] = [1.0, 2.0, 6.0]
+    record.train_loss[:] = [4.0, 2.0, 1.0]
+    record.sync_count[:] = [3.0, 0.0, 0.0]
+    record.train_nodes_per_epoch[:] = [4.0, 4.0, 2.0]
+    record.sync_time_s[:] = [0.5, 0.25, 0.0]
+    figures, losses = record.run_figures(RankGroup(0, 1, torch.device("cpu")), total_train=4.0)
+    fields = {field.name for field in dataclasses.fields(EpochRecord)}
+    assert set(figures) == fields - {"train_loss"}
+    assert set(figures) <= {field.name for field in dataclasses.fields(TrainResult)}
+    assert losses.tolist() == [1.0, 0.5, 0.25]
+    assert (figures["epoch_time_s"], figures["sync_count"]) == (3.0, 1.0)
+    assert (figures["train_nodes_per_epoch"], figures["sync_time_s"]) == (2.0, 0.75)
+
+
 def test_averaged_adam_moments_are_weighted_by_training_nodes():
     from types import SimpleNamespace
 
+    from gnnbench.train.context import ModelState, TrainingContext
     from gnnbench.train.modes.model_avg import ModelAverage
 
     model = torch.nn.Linear(3, 2)
@@ -280,11 +303,12 @@ def test_averaged_adam_moments_are_weighted_by_training_nodes():
         for i in (0, 1)
     ]
     partitions = SimpleNamespace(indices=[0, 1, 2], num_train={0: 1, 1: 3, 2: 0})
-    worker = SimpleNamespace(
-        model=model, partitions=partitions, optimizers=optimizers, total_train=4.0,
-        distributed=False,
+    context = TrainingContext(
+        spec({"mode": "model_avg", "optimizer_state": "average"}),
+        RankGroup(0, 1, torch.device("cpu")), partitions, source=None, multilabel=False,
+        total_train=4.0, state=ModelState(model, optimizers, model.state_dict()),
     )  # fmt: skip
-    ModelAverage.average_optimizer_states(SimpleNamespace(worker=worker))
+    ModelAverage(context).average_optimizer_states()
     for optimizer in optimizers.values():  # every partition, the one without training nodes too
         state = optimizer.state[model.weight]
         for key in ("exp_avg", "exp_avg_sq"):
@@ -451,6 +475,7 @@ def test_layerwise_inference_is_the_model_on_full_neighbourhoods(
     on the chunking.) Three layers: two inner layers read rows of a restricted output. With a
     bound below one chunk's rows, every chunk of targets is a group of its own (bounded memory)."""
     from gnnbench.train import evaluation
+    from gnnbench.train.forward import forward
     from gnnbench.train.spec import Job
     from gnnbench.train.worker import Worker
 
@@ -460,19 +485,19 @@ def test_layerwise_inference_is_the_model_on_full_neighbourhoods(
     train = {"mode": "centralized", **FAST, "fanouts": [5, 5, 5], "eval_batch_size": 7}
     job_spec = spec(train, {**SAGE, "name": model, "layers": 3})
     job = Job(job_spec, store.path, None, store.feature_dim, store.num_classes, False, None)
-    worker = Worker(job, 0, 1, torch.device("cpu"))
-    worker.model.eval()
-    part = worker.partitions.get(0)
+    evaluator = Worker(job, 0, 1, torch.device("cpu")).evaluator
+    model = evaluator.model
+    model.eval()
+    part = evaluator.partitions.get(0)
     targets = np.sort(np.random.default_rng(0).choice(store.num_nodes, 50, replace=False))
-    if held_bytes == 1 and worker.model.uses_graph:
-        assert len(worker._target_groups(part, targets)) == -(-len(targets) // 7)
+    if held_bytes == 1 and model.uses_graph:
+        assert len(evaluator.target_groups(part, targets)) == -(-len(targets) // 7)
     with torch.no_grad():
-        layerwise = worker.infer(part, targets)
-        sampler = part.full_sampler if worker.model.uses_graph else part.sampler
+        layerwise = evaluator.infer(part, targets)
+        sampler = part.full_sampler if model.uses_graph else part.sampler
         batch = sampler.sample(targets, 0)
-        whole = worker._forward(
-            torch.from_numpy(np.asarray(part.features[batch.n_id])), batch.blocks
-        )
+        x = torch.from_numpy(np.asarray(part.features[batch.n_id]))
+        whole = forward(model, x, batch.blocks, torch.device("cpu"))
     assert layerwise.shape == (len(targets), store.num_classes)
     torch.testing.assert_close(layerwise, whole, rtol=1e-4, atol=1e-5)
 

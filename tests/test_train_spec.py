@@ -7,7 +7,6 @@ import os
 import socket
 from pathlib import Path
 
-import numpy as np
 import pytest
 import torch.distributed as dist
 import torch.multiprocessing as mp
@@ -17,6 +16,7 @@ from gnnbench.errors import ConfigError, DataError
 from gnnbench.train.coordinator import SingleProcess, Torchrun, first_failure
 from gnnbench.train.modes import TRAINING_MODES
 from gnnbench.train.modes.centralized import Centralized
+from gnnbench.train.record import EpochRecord
 from gnnbench.train.runner import run_training
 from gnnbench.train.spec import TrainSpec, spec_from_conf
 
@@ -60,8 +60,8 @@ def test_the_spec_carries_the_job_axes_and_yaml_defaults():
 class Frozen(Centralized):
     """A mode registered outside gnnbench: evaluates the initial model, never updates it."""
 
-    def train_round(self, start: int, length: int, record: dict[str, np.ndarray]) -> None:
-        record["trained"][start : start + length] = 0
+    def train_round(self, start: int, length: int, record: EpochRecord) -> None:
+        record.train_nodes_per_epoch[start : start + length] = 0
 
 
 def test_a_mode_registered_in_a_test_module_is_found_by_name(tmp_path):

@@ -1,8 +1,8 @@
 """One resident partition per rank: a rank loads a partition when its turn comes and releases it
 before loading the next, so its memory is that of its largest partition, not of all of them (what
 p=auto assumes). Only small per-partition figures (the training-node count) stay between turns;
-the rank's Adam states live in the worker (a model's size each), and the cluster strategy's
-clusters are recomputed from their seed at each load.
+the rank's Adam states live in its ModelState (gnnbench/train/context.py, a model's size each),
+and the cluster strategy's clusters are recomputed from their seed at each load.
 
 With one partition per rank (p = num_gpus) the partition stays loaded for the whole run.
 """

@@ -13,8 +13,8 @@ from gnnbench.errors import ConfigError, DataError
 from gnnbench.partition.book import PartitionBook
 from gnnbench.torchrun import under_torchrun
 from gnnbench.train import launch
+from gnnbench.train.coordinator import trains_on_partitions
 from gnnbench.train.models import build_model
-from gnnbench.train.modes import TRAINING_MODES
 from gnnbench.train.result import TrainResult
 from gnnbench.train.sampler import warm_up
 from gnnbench.train.spec import Job, TrainSpec
@@ -54,16 +54,11 @@ def _check_workers(num_workers: int, p: int | None) -> None:
         raise ConfigError(f"num_gpus={num_workers} is larger than p={p}")
 
 
-def partitioned(spec: TrainSpec) -> bool:
-    """Whether the spec's training mode trains a PartitionBook (one rank per worker)."""
-    return TRAINING_MODES.get(spec.mode).partitioned
-
-
 def check_training_config(*, spec: TrainSpec, p: int | None) -> None:
     """Check the spec against the model and p (None: p=auto) without any data, so a sweep fails
     before partitioning."""
     _check_model(spec, 1, 1)
-    _check_workers(spec.num_workers, p if partitioned(spec) else None)
+    _check_workers(spec.num_workers, p if trains_on_partitions(spec.mode) else None)
 
 
 def _distributed(job: Job) -> tuple[dict, int]:
@@ -88,19 +83,20 @@ def run_training(*, store_path: Path, book_path: Path | None, spec: TrainSpec) -
     _check_dataset(store)
     spec = with_input_table(spec, store)
     _check_model(spec, store.feature_dim, store.num_classes)
-    if partitioned(spec) and book_path is None:
+    partitioned = trains_on_partitions(spec.mode)
+    if partitioned and book_path is None:
         raise ConfigError(f"train.mode={spec.mode}: needs a partition book (book_path is None)")
     job = Job(
         spec=spec,
         store_path=Path(store_path),
-        book_path=Path(book_path) if partitioned(spec) else None,
+        book_path=Path(book_path) if partitioned else None,
         num_features=store.feature_dim,
         num_classes=store.num_classes,
         multilabel=store.multilabel,
         ogb_name=store.meta.get("ogb_name"),
     )
     warm_up()  # compile the sampler here (once, cached): workers load it, epoch times exclude it
-    if partitioned(spec):
+    if partitioned:
         summary, workers = _distributed(job)
     else:
         summary, workers = launch.run_single(job), 1

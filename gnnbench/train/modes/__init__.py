@@ -1,5 +1,6 @@
 """Training modes, registered by name like models: one module per mode (model_avg, grad_avg,
-centralized), each a `TrainingMode` class that trains one round of epochs on a `Worker`.
+centralized), each a `TrainingMode` class that trains one round of epochs through the
+TrainingContext its Worker hands it (gnnbench/train/context.py).
 
 A mode registered from elsewhere (a plugin, a test) is found by `train.mode` the same way.
 """
@@ -8,32 +9,31 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar
 
-import numpy as np
-
 from gnnbench.registry import Registry
 
 if TYPE_CHECKING:
+    from gnnbench.train.context import TrainingContext
+    from gnnbench.train.record import EpochRecord
     from gnnbench.train.spec import TrainSpec
-    from gnnbench.train.worker import Worker
 
 
 class TrainingMode:
-    """How the ranks train and synchronise: `train_round` trains `length` epochs from `start`
-    and fills this rank's per-epoch record (compute, loss, sync, sync_wait, steps, trained, cost,
-    wait), every rank calling it in step."""
+    """How the ranks train and synchronise: `train_round` trains `length` epochs from `start`,
+    every rank calling it in step. It reads its context, changes only `context.state` (the
+    model's weights, the optimizers, the global model) and fills this rank's EpochRecord."""
 
     partitioned: ClassVar[bool] = True  # trains a PartitionBook, one rank per worker
     shares_optimizer: ClassVar[bool] = False  # one Adam state for every partition of a rank
 
-    def __init__(self, worker: Worker):
-        self.worker = worker
+    def __init__(self, context: TrainingContext):
+        self.context = context
 
     @staticmethod
     def round_length(spec: TrainSpec) -> int:
         """Epochs between synchronisations (evaluation follows a round)."""
         return 1
 
-    def train_round(self, start: int, length: int, record: dict[str, np.ndarray]) -> None:
+    def train_round(self, start: int, length: int, record: EpochRecord) -> None:
         raise NotImplementedError
 
 

@@ -4,10 +4,9 @@ same model, sampler and hyperparameters; there is nothing to synchronise, so an 
 
 from __future__ import annotations
 
-import numpy as np
-
 from gnnbench.train.modes import TRAINING_MODES
 from gnnbench.train.modes.model_avg import ModelAverage
+from gnnbench.train.record import EpochRecord
 from gnnbench.train.spec import TrainSpec
 
 
@@ -19,9 +18,9 @@ class Centralized(ModelAverage):
     def round_length(spec: TrainSpec) -> int:
         return 1
 
-    def train_round(self, start: int, length: int, record: dict[str, np.ndarray]) -> None:
+    def train_round(self, start: int, length: int, record: EpochRecord) -> None:
         states, _ = self.train_parts(start, length, record)
-        worker = self.worker
-        worker.global_state = states[0] if states else worker.global_state
-        worker.model.load_state_dict(worker.global_state)
-        record["trained"][start : start + length] = worker.total_train
+        state = self.context.state
+        state.global_state = states[0] if states else state.global_state
+        state.model.load_state_dict(state.global_state)
+        record.train_nodes_per_epoch[start : start + length] = self.context.total_train

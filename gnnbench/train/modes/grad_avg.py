@@ -12,75 +12,72 @@ from __future__ import annotations
 
 import time
 
-import numpy as np
 import torch
 import torch.distributed as dist
 
+from gnnbench.train.batch_source import PreparedBatch
+from gnnbench.train.context import finite_loss
 from gnnbench.train.modes import TRAINING_MODES, TrainingMode
+from gnnbench.train.record import EpochRecord
 from gnnbench.train.sampler import batch_seed
-from gnnbench.train.worker import finite_loss
-
-FIGURES = ("compute", "sync", "sync_wait", "loss", "trained", "cost")
 
 
 @TRAINING_MODES.register("grad_avg")
 class GradientAverage(TrainingMode):
     shares_optimizer = True
 
-    def train_round(self, start: int, length: int, record: dict[str, np.ndarray]) -> None:
-        for key, value in self.epoch(start + 1).items():
-            record[key][start] = value
-
-    def epoch(self, epoch: int) -> dict[str, float]:
+    def train_round(self, start: int, length: int, record: EpochRecord) -> None:
         """One epoch of per-mini-batch gradient averaging over every rank's batches.
 
         Each step all-reduces [sum of per-seed gradients, number of seeds] and divides, so every
         rank applies the gradient of the mean loss over all seeds trained in that step. The ranks
         first agree (one MAX all-reduce) on how many steps the rank with most batches needs.
         """
-        worker = self.worker
-        worker.model.train()
-        torch.manual_seed(batch_seed(worker.spec.seed, epoch, worker.rank))
-        partitions = worker.partitions
-        specs = {part.index: worker.batch_specs(part, epoch)
+        ctx = self.context
+        epoch = start + 1
+        ctx.state.model.train()
+        torch.manual_seed(batch_seed(ctx.spec.seed, epoch, ctx.group.rank))
+        partitions = ctx.partitions
+        specs = {part.index: ctx.batch_specs(part, epoch)
                  for part in partitions.in_turn(resident_first=True)}  # fmt: skip
         count = sum(len(batches) for batches in specs.values())
-        steps = int(worker.all_reduce(torch.tensor([count]), dist.ReduceOp.MAX)[0])
+        steps = int(ctx.group.all_reduce(torch.tensor([count]), dist.ReduceOp.MAX)[0])
         stream = (
             batch
             for index in partitions.indices  # the partitions' batches in turn, as before
-            for batch in worker.source.batches(partitions.get(index), specs[index])
+            for batch in ctx.source.batches(partitions.get(index), specs[index])
         )
-        figures = dict.fromkeys(FIGURES, 0.0)
-        waited = worker.source.wait_s
+        waited = ctx.source.wait_s
         for step in range(steps):
             batch = next(stream) if step < count else None  # past its last: zero gradient
-            self.step(batch, epoch, figures)
-        return {**figures, "steps": steps, "wait": worker.source.wait_s - waited}
+            self.step(batch, epoch, record)
+        record.sync_count[start] = steps
+        record.batch_wait_s[start] = ctx.source.wait_s - waited
 
-    def step(self, batch, epoch: int, figures: dict[str, float]) -> None:
-        """One synchronised step: local gradient, all-reduce of [gradients, seeds], update."""
-        worker = self.worker
-        params = list(worker.model.parameters())
-        optimizer = worker.optimizers[worker.partitions.indices[0]]  # one for all
+    def step(self, batch: PreparedBatch | None, epoch: int, record: EpochRecord) -> None:
+        """One synchronised step: local gradient, all-reduce of [gradients, seeds], update; its
+        figures added to the epoch's."""
+        ctx, at = self.context, epoch - 1
+        params = list(ctx.state.model.parameters())
+        optimizer = ctx.state.optimizers[ctx.partitions.indices[0]]  # one for all
         started = time.perf_counter()
         optimizer.zero_grad(set_to_none=True)
         count = 0
         if batch is not None:
-            loss = worker.batch_loss(batch)
+            loss = ctx.batch_loss(batch)
             (loss * len(batch.seeds)).backward()
-            figures["loss"] += finite_loss(loss, epoch, worker.rank) * len(batch.seeds)
-            figures["cost"] += batch.cost
+            record.train_loss[at] += finite_loss(loss, epoch, ctx.group.rank) * len(batch.seeds)
+            record.computation_cost[at] += batch.cost
             count = len(batch.seeds)
         local = torch.cat(
             [p.grad.reshape(-1) if p.grad is not None else torch.zeros_like(p).reshape(-1)
-             for p in params] + [torch.full((1,), float(count), device=worker.device)]
+             for p in params] + [torch.full((1,), float(count), device=ctx.group.device)]
         )  # fmt: skip
-        waited_for_ranks = worker.wait_for_ranks()
+        waited_for_ranks = ctx.group.wait_for_ranks()
         synced = time.perf_counter()
-        if worker.distributed:
+        if ctx.group.distributed:
             dist.all_reduce(local, op=dist.ReduceOp.SUM)
-        worker.wait_for_device()
+        ctx.group.wait_for_device()
         sync_done = time.perf_counter()
         seeds_in_step = float(local[-1])
         offset = 0
@@ -88,8 +85,8 @@ class GradientAverage(TrainingMode):
             param.grad = (local[offset : offset + param.numel()] / seeds_in_step).view_as(param)
             offset += param.numel()
         optimizer.step()
-        figures["sync"] += sync_done - synced
-        figures["sync_wait"] += waited_for_ranks
+        record.sync_time_s[at] += sync_done - synced
+        record.sync_wait_s[at] += waited_for_ranks
         compute = (synced - started - waited_for_ranks) + (time.perf_counter() - sync_done)
-        figures["compute"] += compute
-        figures["trained"] += seeds_in_step
+        record.epoch_time_s[at] += compute
+        record.train_nodes_per_epoch[at] += seeds_in_step

@@ -15,15 +15,15 @@ from __future__ import annotations
 
 import time
 
-import numpy as np
 import torch
 
+from gnnbench.train.context import finite_loss
 from gnnbench.train.modes import TRAINING_MODES, TrainingMode
+from gnnbench.train.record import EpochRecord
 from gnnbench.train.resident import TrainingPart
 from gnnbench.train.sampler import batch_seed
 from gnnbench.train.spec import TrainSpec
 from gnnbench.train.sync import State, all_reduce_average, weighted_state_sum
-from gnnbench.train.worker import finite_loss
 
 
 def _clone(state: dict[str, torch.Tensor]) -> State:
@@ -36,46 +36,47 @@ class ModelAverage(TrainingMode):
     def round_length(spec: TrainSpec) -> int:
         return spec.sync_interval
 
-    def train_round(self, start: int, length: int, record: dict[str, np.ndarray]) -> None:
+    def train_round(self, start: int, length: int, record: EpochRecord) -> None:
         states, weights = self.train_parts(start, length, record)
-        record["sync_wait"][start], record["sync"][start] = self.synchronise(states, weights)
-        record["steps"][start] = 1.0
-        record["trained"][start : start + length] = self.worker.total_train  # by construction
+        record.sync_wait_s[start], record.sync_time_s[start] = self.synchronise(states, weights)
+        record.sync_count[start] = 1.0
+        # every training node of every rank, each epoch, by construction
+        record.train_nodes_per_epoch[start : start + length] = self.context.total_train
 
     def train_parts(
-        self, first_epoch: int, length: int, record: dict[str, np.ndarray]
+        self, first_epoch: int, length: int, record: EpochRecord
     ) -> tuple[list[State], list[float]]:
         """Every partition trains `length` epochs from the averaged model; returns its states."""
-        worker = self.worker
+        ctx, state = self.context, self.context.state
         states, weights = [], []
-        for index in worker.partitions.indices:
-            if worker.partitions.num_train[index] == 0:
+        for index in ctx.partitions.indices:
+            if ctx.partitions.num_train[index] == 0:
                 continue  # weight 0: it would not change the average
-            part = worker.partitions.get(index)  # loaded now, unless it is the resident one
-            worker.model.load_state_dict(worker.global_state)
-            if worker.spec.optimizer_state == "reset":
-                worker.optimizers[index].state.clear()
+            part = ctx.partitions.get(index)  # loaded now, unless it is the resident one
+            state.model.load_state_dict(state.global_state)
+            if ctx.spec.optimizer_state == "reset":
+                state.optimizers[index].state.clear()
             for epoch in range(first_epoch, first_epoch + length):
-                started, waited = time.perf_counter(), worker.source.wait_s
+                started, waited = time.perf_counter(), ctx.source.wait_s
                 loss, cost = self.train_epoch(part, epoch + 1)
-                record["wait"][epoch] += worker.source.wait_s - waited
-                worker.wait_for_device()
-                record["compute"][epoch] += time.perf_counter() - started
-                record["loss"][epoch] += loss
-                record["cost"][epoch] += cost
-            states.append(_clone(worker.model.state_dict()))
+                record.batch_wait_s[epoch] += ctx.source.wait_s - waited
+                ctx.group.wait_for_device()
+                record.epoch_time_s[epoch] += time.perf_counter() - started
+                record.train_loss[epoch] += loss
+                record.computation_cost[epoch] += cost
+            states.append(_clone(state.model.state_dict()))
             weights.append(float(part.num_train))
         return states, weights
 
     def train_epoch(self, part: TrainingPart, epoch: int) -> tuple[float, int]:
         """One pass over the partition's training nodes; the summed (not mean) loss and cost."""
-        worker = self.worker
-        worker.model.train()
-        torch.manual_seed(batch_seed(worker.spec.seed, epoch, part.index))  # rank-independent
-        optimizer = worker.optimizers[part.index]
+        ctx = self.context
+        ctx.state.model.train()
+        torch.manual_seed(batch_seed(ctx.spec.seed, epoch, part.index))  # rank-independent
+        optimizer = ctx.state.optimizers[part.index]
         loss_sum, cost = 0.0, 0
-        for batch in worker.source.batches(part, worker.batch_specs(part, epoch)):
-            loss = worker.batch_loss(batch)
+        for batch in ctx.source.batches(part, ctx.batch_specs(part, epoch)):
+            loss = ctx.batch_loss(batch)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()
@@ -86,37 +87,41 @@ class ModelAverage(TrainingMode):
     def synchronise(self, states: list[State], weights: list[float]) -> tuple[float, float]:
         """Set the global model to the training-node-weighted average; returns the seconds spent
         waiting for the other ranks and in the all-reduce."""
-        worker = self.worker
+        ctx, state = self.context, self.context.state
         if not states:  # a rank whose partitions hold no training nodes adds nothing
-            states, weights = [worker.global_state], [0.0]
-        waited = worker.wait_for_ranks()
+            states, weights = [state.global_state], [0.0]
+        waited = ctx.group.wait_for_ranks()
         started = time.perf_counter()
-        worker.global_state = all_reduce_average(
-            weighted_state_sum(states, weights), worker.total_train, distributed=worker.distributed
-        )
-        if worker.spec.optimizer_state == "average":
+        state.global_state = self._average(states, weights)
+        if ctx.spec.optimizer_state == "average":
             self.average_optimizer_states()
-        worker.wait_for_device()
+        ctx.group.wait_for_device()
         seconds = time.perf_counter() - started
-        worker.model.load_state_dict(worker.global_state)
+        state.model.load_state_dict(state.global_state)
         return waited, seconds
+
+    def _average(self, states: list[State], weights: list[float]) -> State:
+        """The training-node-weighted average of every rank's `states` (one all-reduce)."""
+        ctx = self.context
+        distributed = ctx.group.distributed
+        return all_reduce_average(
+            weighted_state_sum(states, weights), ctx.total_train, distributed=distributed
+        )
 
     def average_optimizer_states(self) -> None:
         """Every partition's Adam moments set to their training-node-weighted average over all
         partitions of all ranks (a partition that has not stepped yet counts as zeros)."""
-        worker = self.worker
-        params = list(worker.model.parameters())
-        counts = worker.partitions.num_train
-        trained = [index for index in worker.partitions.indices if counts[index] > 0]
-        states = [_adam_state(worker.optimizers[index], params) for index in trained]
+        ctx, optimizers = self.context, self.context.state.optimizers
+        params = list(ctx.state.model.parameters())
+        counts = ctx.partitions.num_train
+        trained = [index for index in ctx.partitions.indices if counts[index] > 0]
+        states = [_adam_state(optimizers[index], params) for index in trained]
         weights = [float(counts[index]) for index in trained]
         if not states:
             states, weights = [_adam_state(None, params)], [0.0]
-        average = all_reduce_average(
-            weighted_state_sum(states, weights), worker.total_train, distributed=worker.distributed
-        )
+        average = self._average(states, weights)
         entries = [_adam_entry(average, index) for index in range(len(params))]
-        for optimizer in worker.optimizers.values():  # each its own copy: Adam updates in place
+        for optimizer in optimizers.values():  # each its own copy: Adam updates in place
             for param, entry in zip(params, entries, strict=True):
                 optimizer.state[param] = {key: value.clone() for key, value in entry.items()}
 
