@@ -26,6 +26,7 @@ FIGURES = ("compute", "sync", "sync_wait", "loss", "trained", "cost")
 @TRAINING_MODES.register("grad_avg")
 class GradientAverage(TrainingMode):
     shares_optimizer = True
+    ignored_axes = ("sync_interval",)  # gradients every step: there is no averaging interval
 
     def train_round(self, start: int, length: int, record: dict[str, np.ndarray]) -> None:
         for key, value in self.epoch(start + 1).items():
