@@ -139,7 +139,7 @@ def test_a_new_mode_declares_the_axes_it_ignores():
     assert key("test_no_seed", 0) != key("model_avg", 0)  # the mode is part of the job
 
 
-# Definitions only gnnbench/identity.py may hold (README "Where each rule lives").
+# Definitions only gnnbench/identity.py may hold (docs/design.md, "Where each rule lives").
 RULES = re.compile(
     r"^\s*(def (run_keys?|ignored_axes|is_neutral\w*|as_text|book_path|book_identity|sweep_id_of"
     r"|_value|_identity|_neutral|_digest)\b|KEYS_ADDED_LATER\s*[:=]|VOLATILE_KEYS\s*=)",
