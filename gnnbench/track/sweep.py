@@ -2,9 +2,9 @@
 
 A sweep's id is a hash of its overrides, so running the same command again resumes the same sweep:
 the same parent run collects the children, jobs whose `run_key` already FINISHED are skipped and
-FAILED ones run again (gnnbench.identity defines both). The parent is created before any job starts (which also initialises the
-MLflow store once, before parallel jobs race on its migrations) and is closed FINISHED or FAILED
-from the children's states, whichever launcher ran them.
+FAILED ones run again (gnnbench.identity defines both ids). The parent is created before any job
+starts (which also initialises the MLflow store once, before parallel jobs race on its migrations)
+and is closed FINISHED or FAILED from the children's states, whichever launcher ran them.
 
 Each job learns its sweep (id, parent run, swept axes) from its own config, `tracking.sweep`,
 which the driver appends to the sweep's overrides before the launcher composes the jobs: a job
