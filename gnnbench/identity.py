@@ -8,12 +8,19 @@
   partitioner config determines the book), p, seed and the code versions.
 - **Keys added later** (KEYS_ADDED_LATER) and their neutral values, which keep both of the above
   where they were before the key existed.
-- **Values as text** (`as_text`), for comparing a config with a run's logged parameters.
+- **Values**, one rule in two forms. A typed config value (what run keys and book paths digest)
+  is neutral only in the neutral value's own type (`is_neutral`): `grid_dims: 2.0` or
+  `chunk_refinement: 1` is no config from before the key (grid and grem reject both), so it keeps
+  a key of its own and reaches that error instead of a cached book or a skipped job; and the
+  digests hash JSON text, where 2 and 2.0 differ, so reading 2.0 as 2 there would move existing
+  keys. A value as text (`as_text`: a run's logged parameters are text, and pandas reads
+  whole-number columns with gaps as floats) has lost its type: there 2, 2.0, '2' and '2.0' are
+  one value, and so are True, 'True' and 'true'.
 - A **sweep's id**, so the same command resumes the same sweep.
 
 The partition stage reads book paths here, so this module imports the partition package only in
-the book functions, and the training modes only where a run key needs them (the sweep driver
-and scripts/claims.py read run keys without loading numba or torch).
+the book functions and the training modes only where a run key needs them: the sweep driver
+(sweep ids) loads neither, and a train=none job's run key loads no torch.
 """
 
 from __future__ import annotations
@@ -63,14 +70,7 @@ def digest(payload: Any, size: int) -> str:
     return hashlib.blake2b(text.encode(), digest_size=size).hexdigest()
 
 
-# --- values ---------------------------------------------------------------------------------
-# One rule, two forms of a value. A typed config value (what run keys and book paths digest) is
-# neutral only at the neutral value's own type: `grid_dims: 2.0` or `chunk_refinement: 1` is no
-# config from before the key (grid and grem reject both), so it keeps a key of its own and reaches
-# that error instead of a cached book or a skipped job; and the digests hash JSON text, where 2 and
-# 2.0 differ, so reading 2.0 as 2 there would move existing keys. A value as text (a run's logged
-# parameters are text, and pandas reads whole-number columns with gaps as floats) has lost its
-# type: there 2, 2.0, '2' and '2.0' are one value, and so are True, 'True' and 'true'.
+# --- values (the rule: module docstring) ----------------------------------------------------
 
 
 def is_neutral(dotted_key: str, value: Any) -> bool:
