@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 
 from bench.gates import paired_ratio, reference_pass
+from gnnbench.identity import book_path
 from gnnbench.partition.base import PARTITIONERS
-from gnnbench.partition.book import book_path
 from gnnbench.partition.gnn_ready import build_partitions
 from gnnbench.partition.spec import PartitionSpec
 from gnnbench.partition.stage import run_partition_stage

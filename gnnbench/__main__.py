@@ -89,10 +89,10 @@ def _job(cfg) -> dict | None:
     _load_job_modules(cfg)
     from omegaconf import OmegaConf
 
+    from gnnbench.identity import run_keys
     from gnnbench.run import run
     from gnnbench.spec import JobSpec
     from gnnbench.track.mlflow_run import one_line
-    from gnnbench.track.sweep import run_keys
 
     config = OmegaConf.to_container(cfg, resolve=True)
     multirun = _is_multirun()

@@ -17,12 +17,17 @@ T = TypeVar("T")
 
 
 class Registry(Generic[T]):
-    """Maps config names to implementations registered in the modules of `package`."""
+    """Maps config names to implementations registered in the modules of `package`.
 
-    def __init__(self, kind: str, package: str, config_key: str):
+    A `by_module` registry looks a name up in the module of that name first and imports the
+    others only when it is not there: the training modes, so that train=none (its module imports
+    no torch) declares what its jobs ignore without loading the other modes' torch."""
+
+    def __init__(self, kind: str, package: str, config_key: str, by_module: bool = False):
         self.kind = kind
         self.package = package
         self.config_key = config_key
+        self.by_module = by_module
         self._items: dict[str, T] = {}
         self._discovered = False
 
@@ -54,8 +59,19 @@ class Registry(Generic[T]):
         self._discover()
         return sorted(self._items)
 
+    def _import_module_named(self, name: str) -> None:
+        module = f"{self.package}.{name}"
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name != module:  # the module exists and lacks a dependency
+                raise
+
     def get(self, name: str) -> T:
-        self._discover()
+        if self.by_module and name not in self._items and name.isidentifier():
+            self._import_module_named(name)
+        if not self.by_module or name not in self._items:
+            self._discover()
         if name not in self._items:
             raise ConfigError(
                 f"{self.config_key}: unknown {self.kind} '{name}' "

@@ -11,58 +11,6 @@ from typing import Any
 
 from gnnbench.errors import ConfigError
 
-# Config keys added after runs and partition books existed, each with the value that computes what
-# a config without the key computed. At that value a key is left out of a job's run key, and a
-# partitioner's own key (and refine_objective) out of its book's cache key, so resuming after an
-# upgrade still finds the older runs and books instead of running them again (chunk_edges always
-# was in streaming partitioners' book keys, so it stays there). A key whose new default changes
-# results does not belong here. Keys are per section, not per partitioner: a partitioner that
-# later takes a key of the same name must share its neutral value or pick another name.
-KEYS_ADDED_LATER: dict[str, Any] = {
-    "partitioner.chunk_edges": 1048576,  # moved into the shared block, with the old default
-    "partitioner.refine_objective": "edge_cut",
-    "partitioner.chunk_refinement": True,  # grem's
-    "partitioner.grid_dims": 2,  # grid's
-    "partitioner.subpart_lp_passes": 0,  # quotient's
-    "partitioner.subpart_slack": 1.03,  # quotient's
-    "partitioner.quotient_ncuts": 1,  # quotient's
-    "partitioner.subpart_fm_passes": 0,  # quotient's
-    "partitioner.node_fm_passes": 0,  # quotient's
-    "train.optimizer_state": "local",
-    "dataset.features": "none",
-    "dataset.feature_dtype": "float32",
-    "dataset.split_fractions": [0.70, 0.15, 0.15],
-    "partitioner.feature_rows": "copy",  # books before it copied feature rows into each partition
-}
-
-
-def is_neutral(dotted_key: str, value: Any) -> bool:
-    """Whether `section.key` is one of the KEYS_ADDED_LATER and holds its neutral value."""
-    if dotted_key not in KEYS_ADDED_LATER:
-        return False
-    neutral = KEYS_ADDED_LATER[dotted_key]
-    return type(value) is type(neutral) and value == neutral  # 1 is not true, 2.0 is not 2
-
-
-def neutral_keys_present(config: Mapping[str, Any]) -> list[str]:
-    """The KEYS_ADDED_LATER a resolved config holds at their neutral value."""
-    present = []
-    for dotted in KEYS_ADDED_LATER:
-        section, key = dotted.split(".")
-        block = config.get(section)
-        if isinstance(block, Mapping) and key in block and is_neutral(dotted, block[key]):
-            present.append(dotted)
-    return present
-
-
-def without_keys(config: Mapping[str, Any], dotted_keys: Iterable[str]) -> dict[str, Any]:
-    """A copy of a config without the given `section.key`s."""
-    trimmed = dict(config)
-    for dotted in dotted_keys:
-        section, key = dotted.split(".")
-        trimmed[section] = {name: v for name, v in trimmed[section].items() if name != key}
-    return trimmed
-
 
 class ReadOnlyMap(Mapping[str, Any]):
     """A plain, picklable, read-only view of a dict (the spec's algorithm or source keys)."""

@@ -29,15 +29,14 @@ import pandas as pd
 
 from gnnbench.atomic import atomic_write_bytes
 from gnnbench.errors import GnnbenchError
+from gnnbench.identity import KEYS_ADDED_LATER, as_text, text_identity
 from gnnbench.paths import REPO_ROOT
-from gnnbench.spec_keys import KEYS_ADDED_LATER
 from gnnbench.track.report.query import (
     ROLE_TAG,
     experiment_runs,
     newest_per_job,
     one_meter_peaks,
 )
-from gnnbench.track.sweep import ignored_axes
 
 DOC = REPO_ROOT / "docs" / "claims.md"
 RUNS = REPO_ROOT / "docs" / "claims" / "runs"  # what the doc is made from (committed CSVs)
@@ -181,45 +180,13 @@ def _column(key: str) -> str:
     return GROUP_COLUMNS.get(key, key)
 
 
-def _value(value) -> str:
-    """A parameter as text that compares equal between a config and a run: 4, 4.0, '4' -> '4',
-    1048576 -> '1048576', 0.10 -> '0.1'; True, 'True', 'true' -> 'true'; absent (None, NaN: a key
-    the chosen partitioner lacks) -> ''."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return ""
-    if isinstance(value, bool) or str(value).lower() in ("true", "false"):
-        return str(value).lower()
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return str(value)
-    return str(int(number)) if number.is_integer() else repr(number)
-
-
 def added_key_values(frame: pd.DataFrame, column: str) -> pd.Series:
-    """One of the KEYS_ADDED_LATER per run as _value text: its neutral value for runs from before
-    the key, or that logged it as None (for the runs of one partitioner or mode that has it)."""
-    values = frame.get(column, pd.Series(index=frame.index, dtype=object)).map(_value)
-    neutral = _value(KEYS_ADDED_LATER[column])
+    """One of the KEYS_ADDED_LATER per run as text (as_text): its neutral value for runs from
+    before the key, or that logged it as None (for the runs of one partitioner or mode that has
+    it)."""
+    values = frame.get(column, pd.Series(index=frame.index, dtype=object)).map(as_text)
+    neutral = as_text(KEYS_ADDED_LATER[column])
     return values.replace({"": neutral, "None": neutral})
-
-
-def _identity(row: dict[str, str]) -> tuple[tuple[str, str], ...]:
-    """A job's swept values without the axes its train mode ignores (centralized: p, ...), the
-    way resume (run_key) tells jobs apart."""
-    mode = row.get("train.mode")
-    config = {"train": {"mode": mode}, "p": row.get("p")}
-    ignored = set(ignored_axes(config)) if mode else set()
-    return tuple(
-        (column, "" if column.split(".")[0] in ignored or _neutral(column, value) else value)
-        for column, value in sorted(row.items())
-    )
-
-
-def _neutral(column: str, value: str) -> bool:
-    """A key added later at the value runs from before it computed (a run without the key shows
-    ''): the same job either way, as resume's run_key has it."""
-    return column in KEYS_ADDED_LATER and value == _value(KEYS_ADDED_LATER[column])
 
 
 def _sweep_grid(cfg) -> dict[str, list[str]]:
@@ -238,7 +205,7 @@ def planned_jobs(configs: Sequence[str]) -> tuple[list[str], set]:
         base = {name: compose("config", [f"experiment={name}"], return_hydra_config=True)
                 for name in configs}  # fmt: skip
         grids = {name: _sweep_grid(cfg) for name, cfg in base.items()}
-        # train.mode always: it decides which axes a job ignores (_identity)
+        # train.mode always: it decides which axes a job ignores (text_identity)
         columns = sorted({"train.mode", *(_column(k) for grid in grids.values() for k in grid)})
         jobs = set()
         for name, grid in grids.items():
@@ -249,12 +216,12 @@ def planned_jobs(configs: Sequence[str]) -> tuple[list[str], set]:
                 chosen = dict(zip(groups, choice, strict=True))
                 cfg = compose("config", [f"experiment={name}", *(f"{k}={v}" for k, v in
                               chosen.items())]) if chosen else base[name]  # fmt: skip
-                fixed = {c: _value(OmegaConf.select(cfg, c)) for c in missing}
+                fixed = {c: as_text(OmegaConf.select(cfg, c)) for c in missing}
                 rest = {k: v for k, v in grid.items() if k not in chosen}
                 for values in itertools.product(*rest.values()):
                     swept = {**chosen, **dict(zip(rest, values, strict=True))}
-                    row = {_column(k): _value(v) for k, v in swept.items()}
-                    jobs.add(_identity({**fixed, **row}))
+                    row = {_column(k): as_text(v) for k, v in swept.items()}
+                    jobs.add(text_identity({**fixed, **row}))
     return columns, jobs
 
 
@@ -267,7 +234,7 @@ def job_count_line(frame: pd.DataFrame, configs: Sequence[str]) -> str:
         frame = frame.assign(**{column: frame.get(column) for column in added})
     if _has(frame, *columns):
         for row in frame[columns].astype(object).to_dict("records"):
-            done.add(_identity({column: _value(value) for column, value in row.items()}))
+            done.add(text_identity({column: as_text(value) for column, value in row.items()}))
     names = ", ".join(f"`{name}`" for name in configs)
     return f"FINISHED: {len(done & jobs)} of the {len(jobs)} jobs {names} plan."
 

@@ -92,15 +92,6 @@ def test_rf_verdict_from_the_reduction(spring_rf, verdict):
     assert "24 comparisons" in judged.ours
 
 
-@pytest.mark.parametrize(
-    ("given", "text"),
-    [(4, "4"), ("4.0", "4"), (1048576, "1048576"), (1048580.0, "1048580"), (0.1, "0.1"),
-     ("0.01", "0.01"), (True, "true"), ("False", "false"), (None, ""), ("sage", "sage")],
-)  # fmt: skip
-def test_values_compare_as_text_without_rounding(given, text):
-    assert claims._value(given) == text
-
-
 def test_vertex_partitioners_are_context_not_the_verdict():
     """LDG below SPRING in one (graph, p) of six: reported beside the verdict, which stays."""
     frame = _rf_frame(1.5, 2.0)

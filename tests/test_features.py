@@ -348,7 +348,7 @@ def test_the_new_keys_at_their_older_values_keep_run_keys():
     before these keys computed: such a job keeps its run key; float16 or shared rows do not."""
     from test_run_key import BASE
 
-    from gnnbench.track.sweep import run_key
+    from gnnbench.identity import run_key
 
     older = {**BASE, "train": {"mode": "model_avg"}}
     dataset = {"name": "cora", "feature_dtype": "float32", "split_fractions": [0.70, 0.15, 0.15]}

@@ -5,16 +5,10 @@ from __future__ import annotations
 import pytest
 from test_end_to_end import gnnbench, runs
 
-from gnnbench import spec_keys
-from gnnbench.spec_keys import is_neutral
+from gnnbench import identity
+from gnnbench.identity import is_neutral, run_key, run_keys
 from gnnbench.track.report.query import ALIASES_TAG, newest_per_job
-from gnnbench.track.sweep import (
-    SKIPPED_ALIASES_TAG,
-    SKIPPED_TAG,
-    SweepTracker,
-    run_key,
-    run_keys,
-)
+from gnnbench.track.sweep import SKIPPED_ALIASES_TAG, SKIPPED_TAG, SweepTracker
 
 BASE = {
     "dataset": {"name": "cora"},
@@ -63,7 +57,7 @@ def test_a_key_added_later_at_its_neutral_value_keeps_the_older_key():
 def test_run_keys_hold_the_key_runs_were_tagged_with_while_the_key_counted(monkeypatch):
     config = {**BASE, "train": {"mode": "model_avg", "epochs": 3, "optimizer_state": "local"},
               "partitioner": {"name": "spring", "chunk_edges": 1048576}}  # fmt: skip
-    monkeypatch.setattr(spec_keys, "KEYS_ADDED_LATER", {})  # the version before this rule
+    monkeypatch.setattr(identity, "KEYS_ADDED_LATER", {})  # the version before this rule
     tagged_then = run_key(config)
     monkeypatch.undo()
     keys = run_keys(config)

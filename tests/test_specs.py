@@ -12,9 +12,9 @@ import pytest
 from gnnbench.data.datasets import store_path
 from gnnbench.data.spec import DataSpec
 from gnnbench.errors import ConfigError
+from gnnbench.identity import book_path
 from gnnbench.partition import book
 from gnnbench.partition.base import PARTITIONERS, vertex_balance_bound
-from gnnbench.partition.book import book_path
 from gnnbench.partition.spec import (
     FEATURE_ROWS,
     SHARED_KEYS,

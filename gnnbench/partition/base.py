@@ -41,8 +41,8 @@ class PartitionResult:
 # `in_memory_baseline = True` for the METIS baselines, which the streaming gates in bench/ skip;
 # `with_features_figures = True` for a baseline that also logs partition_with_features_*;
 # and `vertex_balance_bound(p, num_nodes, **keywords)`, the bound the algorithm guarantees;
-# and `nested_identity(**keywords)`, for a partitioner that runs another (quotient): what of that
-# other one (its full config, its code version) must enter the book's cache key.
+# and `nested_spec(**keywords)`, for a partitioner that runs another (quotient): that other one's
+# PartitionSpec, whose identity and code version enter the book's (gnnbench.identity).
 # Its signature is `fn(store, p, seed, *, <own keys>)`: keyword-only parameters without defaults,
 # which conf/partitioner/<name>.yaml supplies (gnnbench/partition/spec.py checks them).
 PartitionFn = Callable[..., PartitionResult]

@@ -2,31 +2,26 @@
 
 A book is trusted only after a check: its meta.json carries the book FORMAT_VERSION and a manifest
 of every file it wrote (size, and a blake2b checksum of each file up to CHECKSUM_FULL_BYTES; of its
-first and last CHECKSUM_EDGE_BYTES beyond that), and the cache key holds the partitioner module's
-VERSION (bumped when its output changes). `open_verified` checks the manifest; a book that fails
-is removed (one warning line) and recomputed, never used.
+first and last CHECKSUM_EDGE_BYTES beyond that), and its path (gnnbench.identity.book_path) holds
+the partitioner module's VERSION (bumped when its output changes). `open_verified` checks the
+manifest; a book that fails is removed (one warning line) and recomputed, never used.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from gnnbench.data.features import FeatureRows
 from gnnbench.data.store import read_json
 from gnnbench.errors import DataError, OutOfMemory, first_line
-from gnnbench.paths import gnnbench_home
-
-if TYPE_CHECKING:
-    from gnnbench.partition.spec import PartitionSpec
 
 log = logging.getLogger(__name__)
 
@@ -36,46 +31,6 @@ FORMAT_VERSION = 3
 CHECKSUM_FULL_BYTES = 8 << 20  # files up to this size are hashed whole: owner.npy, splits, metas
 CHECKSUM_EDGE_BYTES = 1 << 20  # larger ones: their first and last MiB (truncation changes the size)
 MANIFEST_SKIPS = ("meta.json",)
-
-
-def book_path(
-    dataset_name: str,
-    fingerprint: str,
-    partitioner: PartitionSpec,
-    p: int,
-    seed: int,
-    node_data: bool = True,
-) -> Path:
-    """Directory of the book for (dataset content, algorithm, parameters, p, seed).
-
-    A structure-only book (no per-partition features and labels) is a different book, and so is
-    one sharing the store's feature rows instead of copying them (PartitionSpec.book_identity,
-    where the key is absent at its older value, copy, so existing books keep their path). The memory
-    cap changes whether it runs, not what, and the balance bound only what is reported: neither is
-    in `PartitionSpec.book_identity`.
-    """
-    from gnnbench.partition.base import algorithm_version
-
-    identity = {
-        "fingerprint": fingerprint,
-        "partitioner": partitioner.book_identity(),
-        "p": p,
-        "seed": seed,
-        "format_version": FORMAT_VERSION,
-        "code_version": algorithm_version(partitioner.name),
-    }
-    if not node_data:
-        identity["structure_only"] = True
-        identity["partitioner"].pop("feature_rows", None)  # no feature rows to copy or share
-    if partitioner.refine_passes:  # a refined book also depends on the post-pass's code
-        from gnnbench.partition.refine import REFINE_VERSION
-
-        identity["refine_version"] = REFINE_VERSION
-    digest = hashlib.blake2b(
-        json.dumps(identity, sort_keys=True, default=str).encode(), digest_size=6
-    )
-    name = f"{dataset_name}-{partitioner.name}-p{p}-s{seed}-{digest.hexdigest()}"
-    return gnnbench_home() / "partitions" / name
 
 
 @dataclass(frozen=True)

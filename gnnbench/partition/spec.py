@@ -17,7 +17,7 @@ from typing import Any
 from gnnbench.data.store import GraphStore
 from gnnbench.errors import ConfigError
 from gnnbench.partition.base import PARTITIONERS, PartitionFn, PartitionResult
-from gnnbench.spec_keys import ReadOnlyMap, check_keys, is_neutral, plain, whole_at_least
+from gnnbench.spec_keys import ReadOnlyMap, check_keys, plain, whole_at_least
 
 # Keys of the shared block (conf/config.yaml); a partitioner function taking one of them as a
 # keyword (chunk_edges) receives the shared value.
@@ -107,28 +107,6 @@ class PartitionSpec:
     def run(self, store: GraphStore, p: int, seed: int) -> PartitionResult:
         """Call the partitioner on `store` with this spec's keywords."""
         return PARTITIONERS.get(self.name)(store, p, seed, **self.kwargs())
-
-    def book_identity(self) -> dict[str, Any]:
-        """What of the spec determines the book: the shared keys that change it, the own keys,
-        chunk_edges only where the algorithm streams by it (the GNN-ready step's output does not
-        depend on it). The same dict as the composed config gave before PartitionSpec."""
-        identity = {"name": self.name, "hops": self.hops, "refine_passes": self.refine_passes}
-        # keys added since books were cached leave them valid at their neutral value (spec_keys);
-        # chunk_edges is not one of them here: streaming partitioners' books always held it
-        if self.refine_passes and not is_neutral(
-            "partitioner.refine_objective", self.refine_objective
-        ):
-            identity["refine_objective"] = self.refine_objective
-        if not is_neutral("partitioner.feature_rows", self.feature_rows):
-            identity["feature_rows"] = self.feature_rows  # copy books keep their key
-        partition_fn = PARTITIONERS.get(self.name)
-        if takes_keyword(partition_fn, "chunk_edges"):
-            identity["chunk_edges"] = self.chunk_edges
-        nested = getattr(partition_fn, "nested_identity", None)  # a partitioner running another
-        if nested is not None:
-            identity["nested"] = nested(**self.kwargs())
-        own = {key: v for key, v in self.params.items() if not is_neutral(f"partitioner.{key}", v)}
-        return {**identity, **own}
 
     def run_refined(self, store: GraphStore, p: int, seed: int) -> PartitionResult:
         """`run`, then the refinement post-pass its shared keys ask for (what the stage runs and

@@ -24,11 +24,11 @@ from gnnbench import lifecycle
 from gnnbench.atomic import atomic_directory
 from gnnbench.data.store import GraphStore
 from gnnbench.errors import GnnbenchError, OutOfMemory, error_record, from_record
+from gnnbench.identity import book_identity, book_path
 from gnnbench.partition.base import PARTITIONERS, algorithm_version, check_num_parts
 from gnnbench.partition.book import (
     FORMAT_VERSION,
     PartitionBook,
-    book_path,
     manifest,
     open_verified,
 )
@@ -239,7 +239,7 @@ def _book_meta(
         "format_version": FORMAT_VERSION,
         "algorithm": partitioner.name,
         "code_version": algorithm_version(partitioner.name),
-        "parameters": partitioner.book_identity(),
+        "parameters": book_identity(partitioner),
         "p": p,
         "seed": seed,
         "hops": partitioner.hops,

@@ -1,10 +1,10 @@
-"""Sweep bookkeeping: a parent MLflow run per sweep, run keys for resuming, the failure summary.
+"""Sweep bookkeeping: a parent MLflow run per sweep, resume by run key, the failure summary.
 
 A sweep's id is a hash of its overrides, so running the same command again resumes the same sweep:
 the same parent run collects the children, jobs whose `run_key` already FINISHED are skipped and
-FAILED ones run again. The parent is created before any job starts (which also initialises the
-MLflow store once, before parallel jobs race on its migrations) and is closed FINISHED or FAILED
-from the children's states, whichever launcher ran them.
+FAILED ones run again (gnnbench.identity defines both ids). The parent is created before any job
+starts (which also initialises the MLflow store once, before parallel jobs race on its migrations)
+and is closed FINISHED or FAILED from the children's states, whichever launcher ran them.
 
 Each job learns its sweep (id, parent run, swept axes) from its own config, `tracking.sweep`,
 which the driver appends to the sweep's overrides before the launcher composes the jobs: a job
@@ -13,9 +13,6 @@ run in another process, or on another machine (submitit, SLURM), gets it with it
 
 from __future__ import annotations
 
-import hashlib
-import itertools
-import json
 import logging
 import math
 import os
@@ -26,7 +23,7 @@ from typing import Any
 
 from hydra.experimental.callback import Callback
 
-from gnnbench.spec_keys import neutral_keys_present, without_keys
+from gnnbench.identity import sweep_id_of
 from gnnbench.torchrun import torchrun_rank
 from gnnbench.track.mlflow_run import one_line
 from gnnbench.track.report.query import job_of, key_aliases, newest_per_job
@@ -39,17 +36,9 @@ BASIC_SWEEPER = "hydra._internal.core_plugins.basic_sweeper.BasicSweeper"
 # On the parent, one tag per job resume skipped: skipped.<run_key> = the FINISHED run it repeats
 # (often outside the sweep), so the summary and the report still count the job.
 SKIPPED_TAG = "skipped."
-# ... and skipped_aliases.<run_key> = the older keys of that job, comma-separated (run_keys), so
-# an older child of it (FAILED before an upgrade) is seen as the same job
+# ... and skipped_aliases.<run_key> = the older keys of that job, comma-separated (its aliases,
+# gnnbench.identity.run_keys), so an older child of it (FAILED before an upgrade) is the same job
 SKIPPED_ALIASES_TAG = "skipped_aliases."
-# Keys that say where things go, not what is computed: left out of the run key.
-VOLATILE_KEYS = ("tracking", "resume", "hydra")
-
-
-def _digest(payload: Any) -> str:
-    return hashlib.blake2b(
-        json.dumps(payload, sort_keys=True, default=str).encode(), digest_size=8
-    ).hexdigest()
 
 
 def record_skipped(tracking: TrackingSpec, keys: list[str], finished_run_id: str) -> None:
@@ -73,49 +62,6 @@ def skipped_aliases(parent_tags: Mapping[str, str]) -> dict[str, str]:
         for alias in aliases.split(",")
         if alias
     }
-
-
-def run_key(config: Mapping[str, Any]) -> str:
-    """Deterministic identity of a job: the resolved config fields that change its result.
-
-    Volatile fields (where things go) never count, nor do the axes the job's train mode ignores,
-    so `-m sync_interval=1,2 train=grad_avg` is one job run once and resumed once; nor does a key
-    added later while it holds the value that reproduces the runs from before it (spec_keys).
-    """
-    return run_keys(config)[0]
-
-
-def run_keys(config: Mapping[str, Any]) -> list[str]:
-    """The job's run key first, then the keys earlier versions gave the same job: with some of
-    the KEYS_ADDED_LATER it holds at their neutral value still in. Resume looks for all of them,
-    so neither the runs from before a key existed nor those logged with it are run again."""
-    ignored = set(VOLATILE_KEYS) | set(ignored_axes(config))
-    counted = {key: value for key, value in config.items() if key not in ignored}
-    present = neutral_keys_present(counted)
-    keys = []
-    for size in range(len(present), -1, -1):  # every key dropped first: the run key
-        for dropped in itertools.combinations(present, size):
-            keys.append(_digest(without_keys(counted, dropped)))
-    return keys
-
-
-def ignored_axes(config: Mapping[str, Any]) -> tuple[str, ...]:
-    """Top-level keys that cannot change what this job computes, given its train mode."""
-    mode = config["train"]["mode"]
-    auto_p = config["p"] == "auto"  # p=auto reads num_gpus (and the train group's budget)
-    if mode == "centralized":  # one process on the whole graph: no partitions, no averaging
-        return ("partitioner", "p", "num_gpus", "sync_interval")
-    if mode == "grad_avg":  # gradients every step: there is no averaging interval
-        return ("sync_interval",)
-    if mode == "none":  # partition only
-        return ("model", "sync_interval") + (() if auto_p else ("num_gpus", "train"))
-    return ()
-
-
-def sweep_id_of(overrides: list[str], sweeper_params: Mapping[str, Any], experiment: str) -> str:
-    volatile = tuple(f"{key}." for key in VOLATILE_KEYS) + tuple(f"{key}=" for key in VOLATILE_KEYS)
-    kept = sorted(o for o in overrides if not o.startswith(volatile))
-    return _digest({"overrides": kept, "params": dict(sweeper_params), "experiment": experiment})
 
 
 def _parsed(overrides: list[str], sweeper_params: Mapping[str, Any]) -> dict:

@@ -36,9 +36,10 @@ Neither FM raises the cut of a partition within 3% over the mean (the pair (weig
 never rises); `quotient_cut_edges` is the cut after the sub-partition level.
 
 State: the base partitioner's, then O(|V|) (the sub-partition array) plus the k x k matrix and the
-CSR windows. `partitioner.chunk_edges` reaches the base; the book's cache key holds the base's
-own identity and code version (`nested_identity`). The shared refinement post-pass (`partitioner.refine_passes`, best with
-`refine_objective=replication`) then moves single nodes across the coarse boundaries.
+CSR windows. `partitioner.chunk_edges` reaches the base; the book's identity holds the base's own
+identity and code version (`nested_spec`). The shared refinement post-pass
+(`partitioner.refine_passes`, best with `refine_objective=replication`) then moves single nodes
+across the coarse boundaries.
 Deterministic for a given seed (the base's and METIS's).
 """
 
@@ -222,13 +223,10 @@ def quotient(
     return PartitionResult(owner, stats)
 
 
-def _nested_identity(*, base, base_keys, chunk_edges, **_own) -> dict[str, Any]:
-    """What of the base determines the book beyond quotient's own keys: its full identity (its
-    config file's defaults included) and its code version."""
-    from gnnbench.partition.base import algorithm_version
-
-    spec = _base_spec(base, base_keys, chunk_edges)
-    return {"base": spec.book_identity(), "base_code_version": algorithm_version(base)}
+def _nested_spec(*, base, base_keys, chunk_edges, **_own):
+    """The base partitioner quotient runs, as a spec: its full identity (its config file's
+    defaults included) and code version enter quotient's book identity (gnnbench.identity)."""
+    return _base_spec(base, base_keys, chunk_edges)
 
 
-quotient.nested_identity = _nested_identity
+quotient.nested_spec = _nested_spec

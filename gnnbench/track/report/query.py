@@ -116,7 +116,7 @@ def find_parent(client, experiment_id: str, sweep_id: str | None, tracking_uri: 
 
 def key_aliases(runs: Iterable) -> dict[str, str]:
     """{older run key: run key} from the runs' ALIASES_TAG (the keys earlier versions gave their
-    job, gnnbench.track.sweep.run_keys)."""
+    job, gnnbench.identity.run_keys)."""
     return {
         alias: run.data.tags["run_key"]
         for run in runs

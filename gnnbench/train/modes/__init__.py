@@ -1,5 +1,5 @@
 """Training modes, registered by name like models: one module per mode (model_avg, grad_avg,
-centralized), each a `TrainingMode` class that trains one round of epochs through the
+centralized, none), each a `TrainingMode` class that trains one round of epochs through the
 TrainingContext its Worker hands it (gnnbench/train/context.py).
 
 A mode registered from elsewhere (a plugin, a test) is found by `train.mode` the same way.
@@ -24,6 +24,9 @@ class TrainingMode:
 
     partitioned: ClassVar[bool] = True  # trains a PartitionBook, one rank per worker
     shares_optimizer: ClassVar[bool] = False  # one Adam state for every partition of a rank
+    # Top-level config keys that cannot change what this mode computes: left out of its jobs' run
+    # keys (gnnbench.identity; num_gpus and train count again while p=auto reads them)
+    ignored_axes: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, context: TrainingContext):
         self.context = context
@@ -38,5 +41,5 @@ class TrainingMode:
 
 
 TRAINING_MODES: Registry[type[TrainingMode]] = Registry(
-    "training mode", "gnnbench.train.modes", "train.mode"
+    "training mode", "gnnbench.train.modes", "train.mode", by_module=True
 )

@@ -13,6 +13,7 @@ from gnnbench.train.spec import TrainSpec
 @TRAINING_MODES.register("centralized")
 class Centralized(ModelAverage):
     partitioned = False
+    ignored_axes = ("partitioner", "p", "num_gpus", "sync_interval")  # no partitions, no averaging
 
     @staticmethod
     def round_length(spec: TrainSpec) -> int:

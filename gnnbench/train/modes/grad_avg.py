@@ -25,6 +25,7 @@ from gnnbench.train.sampler import batch_seed
 @TRAINING_MODES.register("grad_avg")
 class GradientAverage(TrainingMode):
     shares_optimizer = True
+    ignored_axes = ("sync_interval",)  # gradients every step: there is no averaging interval
 
     def train_round(self, start: int, length: int, record: EpochRecord) -> None:
         """One epoch of per-mini-batch gradient averaging over every rank's batches.

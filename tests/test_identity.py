@@ -1,0 +1,160 @@
+"""gnnbench.identity: run keys and book paths stay where the code before it put them, keys added
+later at their neutral value move neither, modes declare the axes they ignore, one definition."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+
+import pytest
+from test_run_key import BASE
+from test_specs import job_config
+
+from gnnbench import identity
+from gnnbench.identity import as_text, book_path, is_neutral, run_key, run_keys, text_identity
+from gnnbench.partition.spec import PartitionSpec
+from gnnbench.spec_keys import ReadOnlyMap
+from gnnbench.train.modes import TRAINING_MODES, TrainingMode
+
+# Run keys the code before gnnbench.identity gave (commit 6e3ab65, gnnbench.track.sweep.run_keys):
+# a store it wrote must still resume every job.
+BASE_KEYS = {
+    ("model_avg", 4): "6cb25cf0bb3fc1c1",
+    ("model_avg", "auto"): "9aa6a76c0a557e9a",
+    ("grad_avg", 4): "3405bbbb24c994c5",
+    ("grad_avg", "auto"): "08573a9f8edb9f1c",
+    ("centralized", 4): "fd021819f4eddf23",
+    ("centralized", "auto"): "fd021819f4eddf23",
+    ("none", 4): "376eeee9dac20077",
+    ("none", "auto"): "746c5cf0b1d91a6d",
+}
+# ... and of composed configs: (run key, the oldest alias: every neutral key still in, how many)
+COMPOSED_KEYS = {
+    ("train=model_avg",): ("ba431e97917d5bec", "2cf8090b1764d1f8", 64),
+    ("train=grad_avg",): ("9e499fb57adb59df", "73c6bf2fe732be55", 32),
+    ("train=centralized",): ("281c51e7d9f7ed21", "0de28569036fc272", 8),
+    ("train=none", "p=auto"): ("985bab99dc14880f", "b402f23816b372f9", 32),
+    ("partitioner=grem",): ("a4fdf8a7cfdde88d", "faa93eb87cce60eb", 128),
+    ("partitioner=grid", "train=none"): ("ad845d98ed89f33f", "133d124c1810ef1d", 64),
+}
+
+
+@pytest.mark.parametrize(("mode", "p"), BASE_KEYS)
+def test_run_keys_are_those_of_the_code_before(mode, p):
+    assert run_key({**BASE, "p": p, "train": {"mode": mode, "epochs": 3}}) == BASE_KEYS[mode, p]
+
+
+@pytest.mark.parametrize("overrides", COMPOSED_KEYS)
+def test_composed_configs_keep_their_run_keys_and_aliases(overrides):
+    keys = run_keys(job_config(*overrides))
+    assert (keys[0], keys[-1], len(keys)) == COMPOSED_KEYS[overrides]
+
+
+# (key, its neutral value, another value, the neutral value in another type). No key added so far
+# holds a float: spring's beta stands in for one, declared added later by the test.
+ADDED = [
+    ("partitioner", "grid", "grid_dims", 2, 1, 2.0),
+    ("partitioner", "grem", "chunk_refinement", True, False, 1),
+    ("partitioner", "spring", "beta", 2.0, 1.5, 2),
+]
+
+
+def _older_and_newer(section, partitioner, key, value):
+    """The job config without `section.key` (before it existed) and with it at `value`."""
+    older = {**BASE, "partitioner": {"name": partitioner}, "train": {"mode": "model_avg"}}
+    return older, {**older, section: {**older[section], key: value}}
+
+
+def _book(spec: PartitionSpec, key: str | None = None) -> Path:
+    """The spec's book path; without its own key `key` (a partitioner from before the key)."""
+    if key is not None:
+        params = {name: value for name, value in spec.params.items() if name != key}
+        spec = dataclasses.replace(spec, params=ReadOnlyMap(params))
+    return book_path("g", "f", spec, 4, 0)
+
+
+@pytest.mark.parametrize(("section", "partitioner", "key", "neutral", "other", "retyped"), ADDED)
+def test_a_key_added_later_at_its_neutral_value_keeps_run_keys_and_book_paths(
+    monkeypatch, gnnbench_home, section, partitioner, key, neutral, other, retyped
+):
+    """At the neutral value (int, bool, float) a job keeps its run key and a partitioner its book;
+    another value, or the neutral one in another type (2.0 for 2, 1 for true, 2 for 2.0), is a
+    config no earlier version ran: it gets keys of its own (and grid's or grem's error)."""
+    monkeypatch.setitem(identity.KEYS_ADDED_LATER, f"{section}.{key}", neutral)
+    older, newer = _older_and_newer(section, partitioner, key, neutral)
+    assert run_key(newer) == run_key(older)
+    assert run_key(older) in run_keys(newer) and len(run_keys(newer)) == 2 * len(run_keys(older))
+    spec = PartitionSpec.defaults(partitioner, **{key: neutral})
+    assert _book(spec) == _book(spec, key)
+    for value in (other, retyped):
+        assert run_key(_older_and_newer(section, partitioner, key, value)[1]) != run_key(older)
+        assert _book(PartitionSpec.defaults(partitioner, **{key: value})) != _book(spec, key)
+        assert not is_neutral(f"{section}.{key}", value)
+
+
+@pytest.mark.parametrize(
+    ("given", "text"),
+    [(4, "4"), ("4.0", "4"), (1048576, "1048576"), (1048580.0, "1048580"), (0.1, "0.1"),
+     ("0.01", "0.01"), (True, "true"), ("False", "false"), (None, ""), ("sage", "sage")],
+)  # fmt: skip
+def test_values_compare_as_text_without_rounding(given, text):
+    assert as_text(given) == text
+
+
+def test_as_text_a_neutral_value_is_neutral_whatever_its_lost_type():
+    """A run's logged `2` or a pandas column's 2.0 is the grid_dims=2 of runs without the key:
+    one job, as resume has it (a typed 2.0 never ran: grid rejects it)."""
+    row = {"train.mode": "none", "p": "4", "partitioner.name": "grid"}
+    without = text_identity({**row, "partitioner.grid_dims": ""})
+    for logged in (2, 2.0, "2", "2.0"):
+        assert text_identity({**row, "partitioner.grid_dims": as_text(logged)}) == without
+    assert text_identity({**row, "partitioner.grid_dims": "1"}) != without
+
+
+def test_text_identity_drops_what_the_mode_ignores():
+    """Centralized ignores p and the partitioner; train=none with p=auto reads num_gpus."""
+    central = {"train.mode": "centralized", "seed": "0"}
+    assert text_identity({**central, "p": "4"}) == text_identity({**central, "p": "8"})
+    assert text_identity({**central, "seed": "1"}) != text_identity(central)
+    auto = {"train.mode": "none", "p": "auto"}
+    assert text_identity({**auto, "num_gpus": "1"}) != text_identity({**auto, "num_gpus": "2"})
+    fixed = {"train.mode": "none", "p": "4"}
+    assert text_identity({**fixed, "num_gpus": "1"}) == text_identity({**fixed, "num_gpus": "2"})
+
+
+@TRAINING_MODES.register("test_no_seed")
+class NoSeed(TrainingMode):
+    """A mode registered outside gnnbench, declaring an axis of its own to ignore."""
+
+    ignored_axes = ("seed",)
+
+
+def test_a_new_mode_declares_the_axes_it_ignores():
+    def key(mode: str, seed: int) -> str:
+        return run_key({**BASE, "seed": seed, "train": {"mode": mode}})
+
+    assert key("test_no_seed", 0) == key("test_no_seed", 1)
+    assert key("model_avg", 0) != key("model_avg", 1)
+    assert key("test_no_seed", 0) != key("model_avg", 0)  # the mode is part of the job
+
+
+# Definitions only gnnbench/identity.py may hold (docs/design.md, "Where each rule lives").
+RULES = re.compile(
+    r"^\s*(def (run_keys?|ignored_axes|is_neutral\w*|as_text|book_path|book_identity|sweep_id_of"
+    r"|_value|_identity|_neutral|_digest)\b|KEYS_ADDED_LATER\s*[:=]|VOLATILE_KEYS\s*=)",
+    re.MULTILINE,
+)
+
+
+def test_identity_is_defined_once():
+    root = Path(__file__).resolve().parent.parent
+    sources = [*(root / "gnnbench").rglob("*.py"), *(root / "scripts").glob("*.py")]
+    elsewhere = [
+        f"{path.relative_to(root)}: {match.group(0).strip()}"
+        for path in sources
+        if path.name != "identity.py" or path.parent.name != "gnnbench"
+        for match in RULES.finditer(path.read_text())
+    ]
+    assert elsewhere == []
+    assert RULES.search((root / "gnnbench" / "identity.py").read_text())
