@@ -6,6 +6,8 @@ import os
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+# Hydra's primary config directory, named once so that moving conf/ changes one line.
+CONF_DIR = REPO_ROOT / "conf"
 
 
 def gnnbench_home() -> Path:

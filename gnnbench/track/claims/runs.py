@@ -1,0 +1,165 @@
+"""The claims' runs: their sweeps run, read from a store, exported to (and read back from) the
+committed CSVs the doc is made from, and counted against the jobs their configs plan."""
+
+from __future__ import annotations
+
+import itertools
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from gnnbench.atomic import atomic_write_bytes
+from gnnbench.errors import DataError, GnnbenchError
+from gnnbench.identity import KEYS_ADDED_LATER, as_text, text_identity
+from gnnbench.paths import CONF_DIR, REPO_ROOT
+from gnnbench.track.claims.claim import Claim, all_claims
+from gnnbench.track.claims.tables import has_columns
+from gnnbench.track.report.query import ROLE_TAG, experiment_runs, newest_per_job
+
+RUNS = REPO_ROOT / "docs" / "claims" / "runs"  # what the doc is made from (committed CSVs)
+PARAM, METRIC = "params.", "metrics."
+NUMERIC_PARAMS = (
+    "p", "seed", "sync_interval", "partitioner.hops", "partitioner.chunk_fraction",
+    "train.batches_per_epoch", "train.sampler_workers", "train.epochs", "train.lr",
+    "graph.num_nodes", "graph.num_edges", "graph.feature_dim",
+)  # fmt: skip
+GROUP_COLUMNS = {"dataset": "dataset.name", "partitioner": "partitioner.name",
+                 "model": "model.name", "train": "train.mode"}  # fmt: skip
+
+
+def run_claims(claims: Sequence[Claim], tracking_uri: str) -> None:
+    """Each claim's sweeps, one after another; a sweep with failed jobs is reported, not fatal."""
+    for claim in claims:
+        for config in claim.all_configs:
+            command = [sys.executable, "-m", "gnnbench", "-m", f"experiment={config}"]
+            command.append(f"tracking.uri={tracking_uri}")
+            print("$", " ".join(command[1:]), flush=True)
+            status = subprocess.run(command, cwd=REPO_ROOT).returncode
+            if status:
+                print(f"claims.py: experiment={config} exited {status}", file=sys.stderr)
+
+
+def store_runs(tracking_uri: str, experiment: str) -> pd.DataFrame:
+    """Every FINISHED job of an experiment (its newest run) as `params.*` and `metrics.*` columns,
+    params as MLflow holds them (text); empty if none."""
+    where = f"attributes.status = 'FINISHED' and tags.`{ROLE_TAG}` = 'job'"
+    try:
+        runs = newest_per_job(experiment_runs(tracking_uri, experiment, where))
+    except GnnbenchError:
+        return pd.DataFrame()
+    return pd.DataFrame(
+        [
+            {
+                **{f"{PARAM}{key}": value for key, value in run.data.params.items()},
+                **{f"{METRIC}{key}": value for key, value in run.data.metrics.items()},
+            }
+            for run in runs
+        ]
+    )
+
+
+def claim_frame(runs: pd.DataFrame) -> pd.DataFrame:
+    """The runs as the judges read them: one column per param and metric (a metric wins over a
+    param of the same name), the numeric params as numbers."""
+    frame = runs.rename(columns=lambda column: column.split(".", 1)[1])
+    frame = frame.loc[:, ~frame.columns.duplicated(keep="last")]
+    for column in NUMERIC_PARAMS:
+        if column in frame:
+            frame[column] = pd.to_numeric(frame[column], errors="coerce")
+    return frame
+
+
+def experiments() -> list[str]:
+    """Every MLflow experiment the claims read: each claim's and its study's."""
+    claims = all_claims()
+    names = [claim.experiment for claim in claims]
+    return names + [claim.study.experiment for claim in claims if claim.study]
+
+
+def export_runs(tracking_uri: str, folder: Path = RUNS) -> dict[str, pd.DataFrame]:
+    """The claims' runs from the store, also written to `folder/<experiment>.csv` (an experiment
+    without runs: no file) so that the doc regenerates from the repository."""
+    frames = {name: store_runs(tracking_uri, name) for name in experiments()}
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, frame in frames.items():
+        path = folder / f"{name}.csv"
+        if frame.empty:
+            path.unlink(missing_ok=True)
+        else:
+            text = frame[sorted(frame.columns)].to_csv(index=False)
+            atomic_write_bytes(path, text.encode())
+    return frames
+
+
+def read_runs(folder: Path = RUNS) -> dict[str, pd.DataFrame]:
+    """The runs export_runs wrote, typed as the store gives them (params text, metrics numbers;
+    an absent value, or an empty text, reads as absent)."""
+    if not folder.is_dir():
+        raise DataError(f"{folder}: no exported runs (run with --tracking-uri)")
+    return {name: _read_csv(folder / f"{name}.csv") for name in experiments()}
+
+
+def _read_csv(path: Path) -> pd.DataFrame:
+    if not path.is_file():
+        return pd.DataFrame()
+    header = pd.read_csv(path, nrows=0).columns
+    types = {column: (float if column.startswith(METRIC) else str) for column in header}
+    return pd.read_csv(path, dtype=types, keep_default_na=False, na_values=[""])
+
+
+def _column(key: str) -> str:
+    """A sweep override key as the run parameter it sets: dataset -> dataset.name."""
+    return GROUP_COLUMNS.get(key, key)
+
+
+def _sweep_grid(cfg) -> dict[str, list[str]]:
+    """{override key: its swept values} of a composed experiment config."""
+    return {key: str(values).split(",") for key, values in cfg.hydra.sweeper.params.items()}
+
+
+def planned_jobs(configs: Sequence[str]) -> tuple[list[str], set]:
+    """(swept columns, the distinct jobs) the configs' sweeps plan. A column one config does not
+    sweep takes its composed value (per swept group choice it depends on: claim_7's METIS jobs
+    have no chunk_fraction), so jobs two configs share count once."""
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
+        base = {name: compose("config", [f"experiment={name}"], return_hydra_config=True)
+                for name in configs}  # fmt: skip
+        grids = {name: _sweep_grid(cfg) for name, cfg in base.items()}
+        # train.mode always: it decides which axes a job ignores (text_identity)
+        columns = sorted({"train.mode", *(_column(k) for grid in grids.values() for k in grid)})
+        jobs = set()
+        for name, grid in grids.items():
+            missing = [c for c in columns if c not in map(_column, grid)]
+            groups = [k for k in grid if k in GROUP_COLUMNS and any(
+                c.startswith(k + ".") for c in missing)]  # fmt: skip
+            for choice in itertools.product(*(grid[k] for k in groups)):
+                chosen = dict(zip(groups, choice, strict=True))
+                cfg = compose("config", [f"experiment={name}", *(f"{k}={v}" for k, v in
+                              chosen.items())]) if chosen else base[name]  # fmt: skip
+                fixed = {c: as_text(OmegaConf.select(cfg, c)) for c in missing}
+                rest = {k: v for k, v in grid.items() if k not in chosen}
+                for values in itertools.product(*rest.values()):
+                    swept = {**chosen, **dict(zip(rest, values, strict=True))}
+                    row = {_column(k): as_text(v) for k, v in swept.items()}
+                    jobs.add(text_identity({**fixed, **row}))
+    return columns, jobs
+
+
+def job_count_line(frame: pd.DataFrame, configs: Sequence[str]) -> str:
+    """How many of the jobs the configs plan have a FINISHED run in `frame`."""
+    columns, jobs = planned_jobs(configs)
+    done = set()
+    added = [column for column in columns if column in KEYS_ADDED_LATER]
+    if not frame.empty:  # no run may have logged a key added later yet
+        frame = frame.assign(**{column: frame.get(column) for column in added})
+    if has_columns(frame, *columns):
+        for row in frame[columns].astype(object).to_dict("records"):
+            done.add(text_identity({column: as_text(value) for column, value in row.items()}))
+    names = ", ".join(f"`{name}`" for name in configs)
+    return f"FINISHED: {len(done & jobs)} of the {len(jobs)} jobs {names} plan."
