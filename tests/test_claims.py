@@ -1,33 +1,32 @@
-"""The claims table (scripts/claims.py): every claim config composes, and the verdicts follow
+"""The claims table (gnnbench.track.claims): every claim config composes, and the verdicts follow
 from made-up metric values in a small MLflow store (nothing real is claimed from these)."""
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
-import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
 import pytest
 from hydra import compose, initialize_config_dir
 
+from gnnbench.errors import ConfigError
 from gnnbench.paths import REPO_ROOT
+from gnnbench.track import claims
+from gnnbench.track.claims.papers import batch_strategy as claim_9
+from gnnbench.track.claims.papers import cohesive_batches as claim_8
+from gnnbench.track.claims.papers import distdgl_memory as claim_3
+from gnnbench.track.claims.papers import grem_metis as claim_7
+from gnnbench.track.claims.papers import model_avg_accuracy as claim_4
+from gnnbench.track.claims.papers import sampler_workers as claim_10
+from gnnbench.track.claims.papers import spring_merge as claim_2
+from gnnbench.track.claims.papers import spring_rf as claim_1
+from gnnbench.track.claims.papers import sync_speed as claim_6
 
 CONF = REPO_ROOT / "conf"
 CLAIM_CONFIGS = sorted(path.stem for path in (CONF / "experiment").glob("claim_*.yaml"))
 T0 = 1_700_000_000_000
-
-
-def _load_claims():
-    spec = importlib.util.spec_from_file_location("claims", REPO_ROOT / "scripts" / "claims.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["claims"] = module  # dataclasses resolve their module by name
-    spec.loader.exec_module(module)
-    return module
-
-
-claims = _load_claims()
 
 
 def _compose(overrides: list[str]):
@@ -39,14 +38,22 @@ def _compose(overrides: list[str]):
 EXPERIMENTS = {
     config: claim.study.experiment if claim.study and config in claim.study.configs
     else claim.experiment
-    for claim in claims.CLAIMS
+    for claim in claims.all_claims()
     for config in claim.all_configs
 }  # fmt: skip
 
 
 def test_every_claim_has_its_configs_and_every_config_a_claim():
     assert set(EXPERIMENTS) == set(CLAIM_CONFIGS)
-    assert [claim.number for claim in claims.CLAIMS] == list(range(1, 11))
+    assert [claim.number for claim in claims.all_claims()] == list(range(1, 11))
+
+
+def test_a_claim_number_registers_once():
+    """Two modules claiming one number fail when imported, not by one replacing the other."""
+    first = claims.all_claims()[0]
+    with pytest.raises(ValueError, match="claim '1' registered twice"):
+        claims.register(replace(first, text="another claim 1"))
+    assert claims.all_claims()[0] is first
 
 
 @pytest.mark.parametrize("config", CLAIM_CONFIGS)
@@ -77,7 +84,7 @@ def _rf_frame(spring_rf: float, other_rf: float) -> pd.DataFrame:
     rows = [
         {"dataset.name": d, "p": p, "partitioner.name": name, "replication_factor": rf}
         for d, p in itertools.product(("g1", "g2"), (4, 8, 16))
-        for name, rf in [("spring", spring_rf), *((b, other_rf) for b in claims.RF_BASELINES)]
+        for name, rf in [("spring", spring_rf), *((b, other_rf) for b in claim_1.RF_BASELINES)]
     ]
     return pd.DataFrame(rows)
 
@@ -87,7 +94,7 @@ def _rf_frame(spring_rf: float, other_rf: float) -> pd.DataFrame:
     [(1.5, "holds"), (1.8, "holds partly"), (2.0, "refuted"), (2.5, "refuted")],
 )
 def test_rf_verdict_from_the_reduction(spring_rf, verdict):
-    judged = claims.judge_rf(_rf_frame(spring_rf, other_rf=2.0))  # 25%, 10%, 0%, -25% lower
+    judged = claim_1.judge_rf(_rf_frame(spring_rf, other_rf=2.0))  # 25%, 10%, 0%, -25% lower
     assert judged.verdict == verdict
     assert "24 comparisons" in judged.ours
 
@@ -97,17 +104,17 @@ def test_vertex_partitioners_are_context_not_the_verdict():
     frame = _rf_frame(1.5, 2.0)
     ldg = frame[frame["partitioner.name"] == "spring"].assign(**{"partitioner.name": "ldg"})
     ldg.loc[ldg.index[0], "replication_factor"] = 1.2
-    judged = claims.judge_rf(pd.concat([frame, ldg]))
-    assert judged.verdict == claims.judge_rf(frame).verdict == "holds"
+    judged = claim_1.judge_rf(pd.concat([frame, ldg]))
+    assert judged.verdict == claim_1.judge_rf(frame).verdict == "holds"
     assert judged.ours.endswith("SPRING's RF above LDG's in 1/6 (graph, p)")
-    assert any("RF(spring) / RF(vertex partitioner)" in line for line in claims.detail_rf(
+    assert any("RF(spring) / RF(vertex partitioner)" in line for line in claim_1.detail_rf(
         pd.concat([frame, ldg])))  # fmt: skip
 
 
 def test_rf_verdict_needs_spring_and_a_baseline():
     frame = _rf_frame(1.5, 2.0)
-    assert claims.judge_rf(frame[frame["partitioner.name"] != "spring"]) is None
-    assert claims.judge_rf(pd.DataFrame()) is None
+    assert claim_1.judge_rf(frame[frame["partitioner.name"] != "spring"]) is None
+    assert claim_1.judge_rf(pd.DataFrame()) is None
 
 
 @pytest.mark.parametrize(("after", "verdict"), [(10, "holds"), (200, "refuted")])
@@ -115,7 +122,7 @@ def test_merge_verdict_in_orders_of_magnitude(after, verdict):
     frame = pd.DataFrame(
         {"dataset.name": ["g1", "g2"], "p": [4, 4], "clusters_before_merge": [1000, 1000]}
     ).assign(clusters_after_merge=after)
-    assert claims.judge_merge(frame).verdict == verdict
+    assert claim_2.judge_merge(frame).verdict == verdict
 
 
 def test_merge_verdict_partly_names_the_graphs_that_reach_an_order():
@@ -123,7 +130,7 @@ def test_merge_verdict_partly_names_the_graphs_that_reach_an_order():
         {"dataset.name": ["g1", "g2"], "p": [4, 4], "clusters_before_merge": [1000, 1000],
          "clusters_after_merge": [10, 500]}
     )  # fmt: skip
-    judged = claims.judge_merge(frame)
+    judged = claim_2.judge_merge(frame)
     assert judged.verdict == "holds partly" and "1/2 (g1)" in judged.why
 
 
@@ -142,7 +149,7 @@ def test_model_avg_verdict_uses_seed_means_and_both_halves():
                 "test_f1_micro": f1 + 0.001 * seed,
             }  # fmt: skip
         )
-    judged = claims.judge_model_avg(pd.DataFrame(rows))
+    judged = claim_4.judge_model_avg(pd.DataFrame(rows))
     assert judged.verdict == "holds partly"  # within 0.02 of centralized, interval 10 costs 0.09
     assert "-0.010" in judged.ours and "-0.090" in judged.ours
 
@@ -155,11 +162,11 @@ def test_grem_verdict_compares_ten_percent_chunks_only():
         {"dataset.name": "g", "p": 4, "partitioner.name": "grem", "edge_cut": 0.300,
          "partitioner.chunk_fraction": 0.01},
     ]  # fmt: skip
-    judged = claims.judge_grem(pd.DataFrame(rows))
+    judged = claim_7.judge_grem(pd.DataFrame(rows))
     assert "within 1 point in 1/1" in judged.ours
     assert judged.verdict == "holds partly"  # refinement cannot be isolated
     rows[1]["edge_cut"] = 0.2
-    assert claims.judge_grem(pd.DataFrame(rows)).verdict == "refuted"
+    assert claim_7.judge_grem(pd.DataFrame(rows)).verdict == "refuted"
 
 
 @pytest.mark.parametrize(
@@ -182,7 +189,7 @@ def test_grem_refinement_half_needs_a_point_at_small_chunks_more_than_at_large(
         {"dataset.name": "g", "p": 4, "partitioner.name": "grem", "edge_cut": placed_small,
          "partitioner.chunk_fraction": 0.01, "partitioner.chunk_refinement": "False"},
     ]  # fmt: skip
-    judged = claims.judge_grem(pd.DataFrame(rows))
+    judged = claim_7.judge_grem(pd.DataFrame(rows))
     assert judged.verdict == verdict
     assert "within 1 point in 1/1" in judged.ours  # placement-only runs are not GREM's cut
     assert f"{(placed_small - 0.300) * 100:+.1f} points" in judged.ours
@@ -196,7 +203,7 @@ def test_cohesive_verdict_against_46_percent(cohesive, verdict):
         {"dataset.name": "g", "train.batches_per_epoch": 10,
          "train.batching": ["random", "cohesive"], "computation_cost": [100.0, cohesive]}
     )  # fmt: skip
-    assert claims.judge_cohesive(frame).verdict == verdict
+    assert claim_8.judge_cohesive(frame).verdict == verdict
 
 
 @pytest.mark.parametrize(
@@ -210,7 +217,7 @@ def test_claim_6_time_half_decides(model_avg_times, verdict):
          "epoch_time_s": [model_avg_times[0], 1.0, model_avg_times[1], 1.0],
          "sync_count": [1.0, 10.0, 1.0, 10.0]}
     )  # fmt: skip
-    assert claims.judge_sync_speed(speed).verdict == verdict
+    assert claim_6.judge_sync_speed(speed).verdict == verdict
 
 
 def test_claim_3_judges_structure_only_and_shows_features():
@@ -222,12 +229,12 @@ def test_claim_3_judges_structure_only_and_shows_features():
          "partition_peak_mb": [10.0, 100.0, 1000.0],
          "partition_with_features_peak_mb": [None, 1000.0, None]}
     )  # fmt: skip
-    judged = claims.judge_memory(frame)
+    judged = claim_3.judge_memory(frame)
     assert judged.verdict == "holds partly"
     assert (
         judged.ours.startswith("90.0% less") and "99.0% less than with node features" in judged.ours
     )
-    assert any("with features" in line for line in claims.detail_memory(frame))
+    assert any("with features" in line for line in claim_3.detail_memory(frame))
 
 
 def test_sync_speed_and_samplers_verdicts():
@@ -235,12 +242,12 @@ def test_sync_speed_and_samplers_verdicts():
         {"dataset.name": "g", "train.mode": ["model_avg", "grad_avg"],
          "epoch_time_s": [1.3, 1.0], "sync_count": [1.0, 10.0]}
     )  # fmt: skip
-    judged = claims.judge_sync_speed(speed)  # fewer syncs, but 30% slower epochs on 1/1 graphs
+    judged = claim_6.judge_sync_speed(speed)  # fewer syncs, but 30% slower epochs on 1/1 graphs
     assert judged.verdict == "refuted" and "slower on 1/1 graphs" in judged.why
     wait = pd.DataFrame(
         {"dataset.name": "g", "train.sampler_workers": [0, 1, 2], "batch_wait_s": [2.0, 0.5, 0.4]}
     )
-    judged = claims.judge_samplers(wait)
+    judged = claim_10.judge_samplers(wait)
     assert judged.verdict == "holds" and "0.20x without" in judged.ours
 
 
@@ -276,7 +283,7 @@ def _store(root: Path) -> str:
         return experiment_id
 
     one = experiment("claim_1")
-    for p, name in itertools.product((4, 8), ("spring", *claims.RF_BASELINES)):
+    for p, name in itertools.product((4, 8), ("spring", *claim_1.RF_BASELINES)):
         params = {"dataset.name": "g", "p": p, "partitioner.name": name}
         rf = 1.5 if name == "spring" else 2.0
         if name == "hdrf" and p == 8:  # an older run of the same job, then the newest
@@ -371,11 +378,11 @@ def _local_step_means(runs: list[tuple]) -> pd.DataFrame:
     rows = [{"train.mode": mode, "p": p, "train.epochs": epochs, "seed": seed,
              "test_f1_micro": f1} for (mode, p, epochs, f1), seed in
             itertools.product(runs, (0, 1, 2))]  # fmt: skip
-    return claims.local_step_means(pd.DataFrame(rows))
+    return claim_4.local_step_means(pd.DataFrame(rows))
 
 
 def test_local_step_findings_follow_the_figures():
-    findings = claims.local_step_findings(_local_step_means(LOCAL_STEP_RUNS))
+    findings = claim_4.local_step_findings(_local_step_means(LOCAL_STEP_RUNS))
     assert (
         "p=1 (one partition: nothing averaged, one Adam state throughout) is within"
         in (findings[2])
@@ -392,29 +399,29 @@ def test_local_step_findings_follow_the_figures():
         ("model_avg", 4, 20, 0.70),
         ("model_avg", 4, 80, 0.80),
     ]
-    findings = claims.local_step_findings(_local_step_means(runs))  # fmt: skip
+    findings = claim_4.local_step_findings(_local_step_means(runs))  # fmt: skip
     assert "not within 0.01" in findings[2]
     assert findings[-1] == "**Cause:** not the step count: none of its 3 predictions held."
-    partly = claims.local_step_findings(_local_step_means(LOCAL_STEP_RUNS[:2] + runs[2:3]
+    partly = claim_4.local_step_findings(_local_step_means(LOCAL_STEP_RUNS[:2] + runs[2:3]
                                                            + LOCAL_STEP_RUNS[3:]))  # fmt: skip
     assert partly[-1].startswith("**Cause:** step count explains part of it: 2 of 3")
-    only = claims.local_step_findings(_local_step_means(LOCAL_STEP_RUNS[:1]))
+    only = claim_4.local_step_findings(_local_step_means(LOCAL_STEP_RUNS[:1]))
     assert only == ["No centralized run at 20 epochs yet: nothing to compare with."]
-    first = claims.local_step_findings(_local_step_means(LOCAL_STEP_RUNS[1:3]))  # p=1 alone
+    first = claim_4.local_step_findings(_local_step_means(LOCAL_STEP_RUNS[1:3]))  # p=1 alone
     assert first[-1] == (
         "**Cause:** consistent with local steps per round so far (1 prediction tested)."
     )
-    full = claims.local_step_findings(_local_step_means(LOCAL_STEP_RUNS))
+    full = claim_4.local_step_findings(_local_step_means(LOCAL_STEP_RUNS))
     assert full[-1].endswith("under-trained at 20; given those steps it catches up.")
-    short = claims.local_step_findings(_local_step_means(LOCAL_STEP_RUNS[:4]))  # no p=4 at 80
+    short = claim_4.local_step_findings(_local_step_means(LOCAL_STEP_RUNS[:4]))  # no p=4 at 80
     assert short[-1].endswith("under-trained at 20.") and "(2/2)" in short[-1]
 
 
 def test_only_names_known_claims():
     assert [claim.number for claim in claims.selected("2,7")] == [2, 7]
-    with pytest.raises(SystemExit, match="no claim 11"):
+    with pytest.raises(ConfigError, match="no claim 11"):
         claims.selected("11")
-    with pytest.raises(SystemExit, match="expected numbers"):
+    with pytest.raises(ConfigError, match="expected numbers"):
         claims.selected("one")
 
 
@@ -447,7 +454,7 @@ def _training_rows(axis: str, values: tuple, f1: dict) -> pd.DataFrame:
     ],
 )  # fmt: skip
 def test_training_claims_judge_detail_and_plot_made_up_runs(number, frame, verdict):
-    claim = claims.CLAIMS[number - 1]
+    claim = claims.all_claims()[number - 1]
     assert claim.judge(frame).verdict == verdict
     assert any("± " in line for line in claim.detail(frame))  # mean ± std over the seeds
     if claim.plot is not None and number != 9:  # 9 plots its layout runs (test_claim_9_memory_*)
@@ -467,23 +474,23 @@ def test_claim_9_memory_half_compares_layout_bytes(rf_2d, ratio, verdict):
          "graph.num_nodes": 100, "graph.num_edges": 1000, "graph.feature_dim": 10}
     )  # fmt: skip
     frame = pd.concat([accuracy, layouts], ignore_index=True)
-    assert claims.layout_ratios(frame).tolist() == pytest.approx([ratio])
-    judged = claims.judge_strategy(frame)
+    assert claim_9.layout_ratios(frame).tolist() == pytest.approx([ratio])
+    judged = claim_9.judge_strategy(frame)
     assert judged.verdict == verdict and f"{ratio:.2f}x" in judged.ours
-    assert any("2D / 1D" in line for line in claims.detail_strategy(frame))
-    assert claims.plot_layouts(frame) is not None and claims.plot_layouts(accuracy) is None
+    assert any("2D / 1D" in line for line in claim_9.detail_strategy(frame))
+    assert claim_9.plot_layouts(frame) is not None and claim_9.plot_layouts(accuracy) is None
 
 
 def test_claim_6_and_4_detail_and_plot():
     speed = _training_rows("train.mode", ("model_avg", "grad_avg"), {"model_avg": 0.8,
                                                                      "grad_avg": 0.8})  # fmt: skip
     speed["sync_count"] = speed["train.mode"].map({"model_avg": 1.0, "grad_avg": 12.0})
-    assert claims.judge_sync_speed(speed).verdict == "holds"
-    assert claims.detail_sync_speed(speed)
+    assert claim_6.judge_sync_speed(speed).verdict == "holds"
+    assert claim_6.detail_sync_speed(speed)
     four = _training_rows("sync_interval", (1, 10, 20), {1: 0.8, 10: 0.8, 20: 0.79})
     four = pd.concat(
         [four, four[four["sync_interval"] == 1].assign(**{"train.mode": "centralized"})]
     )
-    assert claims.judge_model_avg(four).verdict == "holds"
-    assert any("centralized" in line for line in claims.detail_model_avg(four))
-    assert claims.plot_model_avg(four) is not None
+    assert claim_4.judge_model_avg(four).verdict == "holds"
+    assert any("centralized" in line for line in claim_4.detail_model_avg(four))
+    assert claim_4.plot_model_avg(four) is not None
