@@ -68,11 +68,11 @@ def open_graph(home: Path):
 def _power_law_config(num_edges: int) -> dict:
     from omegaconf import OmegaConf
 
-    from gnnbench.paths import REPO_ROOT
+    from gnnbench.paths import CONF_DIR
 
     num_nodes = max(1000, num_edges // 10)
     config = OmegaConf.merge(
-        OmegaConf.load(REPO_ROOT / "conf" / "dataset" / "synthetic.yaml"),
+        OmegaConf.load(CONF_DIR / "dataset" / "synthetic.yaml"),
         dict(
             name=f"powerlaw-{num_edges}",
             num_nodes=num_nodes,

@@ -24,10 +24,10 @@ from bench.gates import (
 )
 from gnnbench.data.datasets import prepare_dataset
 from gnnbench.data.store import GraphStore
-from gnnbench.paths import REPO_ROOT, raw_dir
+from gnnbench.paths import CONF_DIR, raw_dir
 
 BASELINES = Path(__file__).resolve().parent / "baselines"
-DATASET_CONF = REPO_ROOT / "conf" / "dataset"
+DATASET_CONF = CONF_DIR / "dataset"
 
 
 def dataset_config(choice: str, /, **overrides) -> dict:

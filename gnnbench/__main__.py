@@ -20,14 +20,13 @@ from typing import TYPE_CHECKING
 from gnnbench.cli import check_overrides, help_text, quiet_libraries, take_verbose
 from gnnbench.errors import ConfigError, GnnbenchError, Interrupted
 from gnnbench.lifecycle import handle_interrupts
-from gnnbench.paths import REPO_ROOT
+from gnnbench.paths import CONF_DIR
 from gnnbench.startup import pause_collector, resume_collector
 
 if TYPE_CHECKING:  # imported with the job's modules (_load_job_modules), not at start-up
     from gnnbench.spec import JobSpec
 
 log = logging.getLogger("gnnbench")
-CONF_DIR = REPO_ROOT / "conf"
 
 
 def check_group_choices(argv: list[str], conf_dir: Path = CONF_DIR) -> None:

@@ -157,9 +157,8 @@ def default_config(name: str) -> dict[str, Any]:
     order: the primary config's `_self_` comes after the groups)."""
     from omegaconf import OmegaConf
 
-    from gnnbench.paths import REPO_ROOT
+    from gnnbench.paths import CONF_DIR as conf
 
-    conf = REPO_ROOT / "conf"
     path = conf / "partitioner" / f"{name}.yaml"
     if not path.is_file():
         PARTITIONERS.get(name)  # an unknown name: the registry's one line

@@ -200,9 +200,8 @@ def spec_from_conf(
     benchmarks and scripts that train without Hydra."""
     from omegaconf import OmegaConf
 
-    from gnnbench.paths import REPO_ROOT
+    from gnnbench.paths import CONF_DIR as conf
 
-    conf = REPO_ROOT / "conf"
     top = OmegaConf.to_container(OmegaConf.load(conf / "config.yaml"))
     model = dict(model or {})
     choices = {key: value for item in top["defaults"] if isinstance(item, dict)

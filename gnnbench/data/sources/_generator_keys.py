@@ -21,9 +21,9 @@ def yaml_defaults(config_name: str) -> dict[str, Any]:
     """conf/dataset/<config_name>.yaml as a dict (read once)."""
     from omegaconf import OmegaConf
 
-    from gnnbench.paths import REPO_ROOT
+    from gnnbench.paths import CONF_DIR
 
-    path = REPO_ROOT / "conf" / "dataset" / f"{config_name}.yaml"
+    path = CONF_DIR / "dataset" / f"{config_name}.yaml"
     return OmegaConf.to_container(OmegaConf.load(path))
 
 
