@@ -6,7 +6,7 @@ with five to seven lines and exit 1. Here every `key=value` of the command line 
 looked up in the config composed with the same group choices (each choice of a swept group), and
 a key that is not there is one line naming the closest valid key and the valid ones, exit 2.
 Groups, their choices and the composed configs come from the config search path Hydra builds for
-the same command line (`HydraConfigs`: the package's conf/, `--config-dir`, `hydra.searchpath`).
+the same command line (`HydraConfigs`: gnnbench/conf, `--config-dir`, `hydra.searchpath`).
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ the five sweep axes (and what else a run takes):
   seed=N, resume=true|false, tracking.uri=URI, tracking.experiment=NAME
   any key inside a group: train.epochs=5, partitioner.beta=1.1, dataset.path=/data/g.txt
 
-experiments (a sweep kept in conf/experiment/, run with -m):
+experiments (a sweep kept in gnnbench/conf/experiment/, run with -m):
   {experiments}
 
 examples:
@@ -289,7 +289,8 @@ def _compose(configs: HydraConfigs, selection: Mapping[str, str]):
         return configs.compose(overrides)
     except HydraException as exc:
         first = str(exc).strip().splitlines()[0]
-        raise ConfigError(f"{' '.join(overrides)}: cannot compose the config ({first})") from None
+        given = f"{' '.join(overrides)}: " if overrides else ""
+        raise ConfigError(f"{given}cannot compose the config ({first})") from None
 
 
 def _check_key(config: Any, key: str, selection: Mapping[str, str]) -> None:
