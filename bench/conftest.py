@@ -31,8 +31,8 @@ DATASET_CONF = CONF_DIR / "dataset"
 
 
 def dataset_config(choice: str, /, **overrides) -> dict:
-    """conf/dataset/<choice>.yaml with `overrides` on top, as the plain dict prepare_dataset reads:
-    the gates measure the configs a user runs, not copies of them."""
+    """gnnbench/conf/dataset/<choice>.yaml with `overrides` on top, as the plain dict
+    prepare_dataset reads: the gates measure the configs a user runs, not copies of them."""
     config = OmegaConf.merge(OmegaConf.load(DATASET_CONF / f"{choice}.yaml"), overrides)
     return OmegaConf.to_container(config, resolve=True)
 

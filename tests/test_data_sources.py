@@ -26,7 +26,7 @@ CONF_DIR = PACKAGE_CONF / "dataset"
 
 
 def dataset_config(name: str, **overrides) -> dict:
-    """conf/dataset/<name>.yaml as a plain dict, with overrides."""
+    """gnnbench/conf/dataset/<name>.yaml as a plain dict, with overrides."""
     config = yaml.safe_load((CONF_DIR / f"{name}.yaml").read_text())
     config.update(overrides)
     return config

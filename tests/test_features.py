@@ -31,7 +31,7 @@ from gnnbench.peak_rss import PeakRss
 
 
 def synthetic(**overrides) -> dict:
-    """A small contextual DC-SBM config (conf/dataset/synthetic.yaml's keys, smaller)."""
+    """A small contextual DC-SBM config (gnnbench/conf/dataset/synthetic.yaml's keys, smaller)."""
     return {
         "name": "feat",
         "source": "synthetic",

@@ -91,7 +91,8 @@ def test_a_key_added_later_changes_the_book_key_off_its_neutral_value(gnnbench_h
     ],
 )
 def test_shared_keys_live_once_in_the_shared_block(group, keys):
-    """conf/config.yaml's block holds them; a group file repeating one would be overridden."""
+    """gnnbench/conf/config.yaml's block holds them; a group file repeating one would be
+    overridden."""
     from gnnbench.paths import CONF_DIR
 
     for path in sorted((CONF_DIR / group).glob("*.yaml")):

@@ -44,7 +44,7 @@ class PartitionResult:
 # and `nested_identity(**keywords)`, for a partitioner that runs another (quotient): what of that
 # other one (its full config, its code version) must enter the book's cache key.
 # Its signature is `fn(store, p, seed, *, <own keys>)`: keyword-only parameters without defaults,
-# which conf/partitioner/<name>.yaml supplies (gnnbench/partition/spec.py checks them).
+# which gnnbench/conf/partitioner/<name>.yaml supplies (gnnbench/partition/spec.py checks them).
 PartitionFn = Callable[..., PartitionResult]
 PARTITIONERS: Registry[PartitionFn] = Registry(
     "partitioner", "gnnbench.partition.algorithms", "partitioner.name"
