@@ -6,7 +6,8 @@ with five to seven lines and exit 1. Here every `key=value` of the command line 
 looked up in the config composed with the same group choices (each choice of a swept group), and
 a key that is not there is one line naming the closest valid key and the valid ones, exit 2.
 Groups, their choices and the composed configs come from the config search path Hydra builds for
-the same command line (`HydraConfigs`: gnnbench/conf, `--config-dir`, `hydra.searchpath`).
+the same command line (`HydraConfigs`: gnnbench/conf, `--config-dir`, `hydra.searchpath`). A
+mapping given for a key holding one replaces it (`replace_mappings`), where Hydra would merge.
 """
 
 from __future__ import annotations
