@@ -5,7 +5,7 @@
     python scripts/claims.py --tracking-uri URI    # export the store's runs, then the table
     python scripts/claims.py                       # the table from the exported runs alone
 
-Each claim has its experiment configs (conf/experiment/claim_<n>_*.yaml, MLflow experiment
+Each claim has its experiment configs (gnnbench/conf/experiment/claim_<n>_*.yaml, MLflow experiment
 `claim_<n>`); --run runs them as `python -m gnnbench -m experiment=<config>` (resume skips the
 jobs the store already holds). The table reads every FINISHED job of `claim_<n>` (the newest run
 per job, exported to docs/claims/runs/claim_<n>.csv, which is committed) and judges it against the paper's figure with the thresholds stated beside each claim:
@@ -30,7 +30,7 @@ import pandas as pd
 from gnnbench.atomic import atomic_write_bytes
 from gnnbench.errors import GnnbenchError
 from gnnbench.identity import KEYS_ADDED_LATER, as_text, text_identity
-from gnnbench.paths import REPO_ROOT
+from gnnbench.paths import CONF_DIR, REPO_ROOT
 from gnnbench.track.report.query import (
     ROLE_TAG,
     experiment_runs,
@@ -53,7 +53,7 @@ RF_BASELINES = ("hdrf", "dbh", "greedy", "twops")
 # claim 1's context, not its baselines, with the names the papers use
 VERTEX_PARTITIONERS = {"ldg": "LDG", "fennel": "Fennel", "metis": "METIS"}
 F1_TOLERANCE = 0.02  # "reaches centralized accuracy": within 0.02 micro-F1
-BASE_LR = 0.01  # conf/shared/train.yaml's Adam learning rate: claim 4c varies it in one sweep
+BASE_LR = 0.01  # gnnbench/conf/shared/train.yaml's Adam learning rate: claim 4c varies it in one sweep
 EDGE_CUT_TOLERANCE = 0.01  # Armada: within about 1% of edges
 LAYOUT_RATIO_BAND = (1.1, 1.3)  # GraphTheta: 2D needs "about 20%" more memory than 1D
 TIME_TOLERANCE = 1.10  # "as fast": within 10% of the other's epoch time
@@ -201,7 +201,7 @@ def planned_jobs(configs: Sequence[str]) -> tuple[list[str], set]:
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
-    with initialize_config_dir(config_dir=str(REPO_ROOT / "conf"), version_base=None):
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
         base = {name: compose("config", [f"experiment={name}"], return_hydra_config=True)
                 for name in configs}  # fmt: skip
         grids = {name: _sweep_grid(cfg) for name, cfg in base.items()}

@@ -12,10 +12,9 @@ import pandas as pd
 import pytest
 from hydra import compose, initialize_config_dir
 
-from gnnbench.paths import REPO_ROOT
+from gnnbench.paths import CONF_DIR, REPO_ROOT
 
-CONF = REPO_ROOT / "conf"
-CLAIM_CONFIGS = sorted(path.stem for path in (CONF / "experiment").glob("claim_*.yaml"))
+CLAIM_CONFIGS = sorted(path.stem for path in (CONF_DIR / "experiment").glob("claim_*.yaml"))
 T0 = 1_700_000_000_000
 
 
@@ -31,7 +30,7 @@ claims = _load_claims()
 
 
 def _compose(overrides: list[str]):
-    with initialize_config_dir(config_dir=str(CONF), version_base=None):
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
         return compose("config", overrides=overrides, return_hydra_config=True)
 
 

@@ -345,9 +345,8 @@ def test_a_changed_label_file_reimports(gnnbench_home, tmp_path):
 @pytest.mark.parametrize("dataset", ["edgelist", "mat", "npz"])
 def test_command_line_accepts_the_required_path_key(dataset):
     """dataset.path is ??? (required) in these configs: still a known key on the command line."""
-    from gnnbench.__main__ import CONF_DIR
-    from gnnbench.cli import check_overrides
+    from gnnbench.cli import HydraConfigs, check_overrides
 
-    check_overrides([f"dataset={dataset}", "dataset.path=/data/g", "train=none"], CONF_DIR)
+    check_overrides(HydraConfigs([f"dataset={dataset}", "dataset.path=/data/g", "train=none"]))
     with pytest.raises(ConfigError, match=rf"dataset\.pth: unknown key for dataset={dataset}"):
-        check_overrides([f"dataset={dataset}", "dataset.pth=/data/g"], CONF_DIR)
+        check_overrides(HydraConfigs([f"dataset={dataset}", "dataset.pth=/data/g"]))
