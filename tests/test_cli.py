@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from test_end_to_end import gnnbench
+from cli import gnnbench
 
 from gnnbench.__main__ import CONF_DIR
 from gnnbench.cli import check_overrides

@@ -3,29 +3,17 @@
 from __future__ import annotations
 
 import csv
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from cli import gnnbench
 from conftest import CORA, requires_dataset
 
 from gnnbench.track.mlflow_run import HEADLINE_METRICS
 
 REQUIRED_METRICS = {*HEADLINE_METRICS, "train_loss"}
-
-
-def gnnbench(cwd: Path, *overrides: str, timeout: int = 300) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "gnnbench", *overrides],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=os.environ.copy(),
-    )
+TWO_RANKS = ["--nproc_per_node=2"]  # torchrun's options: two ranks on this machine
 
 
 def runs(cwd: Path):
@@ -273,12 +261,9 @@ def test_more_partitions_than_workers_train_in_turn(tmp_path, gnnbench_home):
 @pytest.mark.distributed
 def test_torchrun_two_ranks_log_one_run(tmp_path, gnnbench_home):
     """torchrun's processes are the ranks: rank 0 prepares, partitions and logs; both train."""
-    torchrun = Path(sys.executable).with_name("torchrun")
-    completed = subprocess.run(
-        [str(torchrun), "--nproc_per_node=2", "-m", "gnnbench", "dataset=cora", "train=grad_avg",
-         "train.epochs=2"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=300, env=os.environ.copy(),
-    )  # fmt: skip
+    completed = gnnbench(
+        tmp_path, "dataset=cora", "train=grad_avg", "train.epochs=2", torchrun=TWO_RANKS
+    )
     assert completed.returncode == 0, completed.stderr[-3000:]
     _, found = runs(tmp_path)
     assert [r.info.status for r in found] == ["FINISHED"]
@@ -292,12 +277,10 @@ def test_torchrun_two_ranks_log_one_run(tmp_path, gnnbench_home):
 def test_torchrun_rank0_failing_before_training_fails_every_rank(tmp_path, gnnbench_home):
     """Rank 0 prepares the data while the others wait for its word: when it fails, they are told
     and fail with the same one-line error, rather than waiting out the hand-off's timeout."""
-    torchrun = Path(sys.executable).with_name("torchrun")
     missing = tmp_path / "missing.txt"
-    completed = subprocess.run(
-        [str(torchrun), "--nproc_per_node=2", "-m", "gnnbench", "dataset=edgelist",
-         f"dataset.path={missing}", "train=grad_avg", "train.epochs=1"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=300, env=os.environ.copy(),
+    completed = gnnbench(
+        tmp_path, "dataset=edgelist", f"dataset.path={missing}", "train=grad_avg",
+        "train.epochs=1", torchrun=TWO_RANKS,
     )  # fmt: skip
     assert completed.returncode != 0
     errors = [line for line in completed.stderr.splitlines() if "gnnbench: error: " in line]
@@ -310,14 +293,10 @@ def test_torchrun_sweep_resumes_on_rank0s_word(tmp_path, gnnbench_home):
     """Under torchrun a sweep keeps one set of records: rank 0 opens the parent, logs each job
     and decides which jobs resume skips, for every rank; a job that does not train on partitions
     runs on rank 0 alone."""
-    torchrun = [str(Path(sys.executable).with_name("torchrun")), "--nproc_per_node=2"]
-    sweep = ["-m", "gnnbench", "-m", "dataset=cora", "train=grad_avg", "train.epochs=1", "seed=0,1"]
+    sweep = ["-m", "dataset=cora", "train=grad_avg", "train.epochs=1", "seed=0,1"]
 
     def launch(*args: str) -> str:
-        completed = subprocess.run(
-            [*torchrun, *args], cwd=tmp_path, capture_output=True, text=True, timeout=300,
-            env=os.environ.copy(),
-        )  # fmt: skip
+        completed = gnnbench(tmp_path, *args, torchrun=TWO_RANKS)
         assert completed.returncode == 0, completed.stderr[-3000:]
         return completed.stdout + completed.stderr
 
@@ -328,7 +307,7 @@ def test_torchrun_sweep_resumes_on_rank0s_word(tmp_path, gnnbench_home):
     assert "train: grad_avg" not in again
     # centralized right after a grad_avg job: the process group is still up, and rank 0 must
     # train alone without entering it (the other rank is not there to meet it)
-    mixed = launch(*sweep[:4], "train=grad_avg,centralized", "train.epochs=1", "seed=2")
+    mixed = launch(*sweep[:2], "train=grad_avg,centralized", "train.epochs=1", "seed=2")
     assert "runs on rank 0 alone" in mixed
     assert mixed.count("train: centralized test micro-F1") == 1
     client, found = runs(tmp_path)

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from test_end_to_end import gnnbench, runs
+from cli import gnnbench
+from test_end_to_end import runs
 
 from gnnbench import spec_keys
 from gnnbench.spec_keys import is_neutral
