@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import json
 from pathlib import Path
 
 import numpy as np
@@ -10,6 +11,7 @@ import pytest
 from cli import gnnbench
 from conftest import CORA, requires_dataset
 
+from gnnbench.data.store import GraphStore
 from gnnbench.track.mlflow_run import HEADLINE_METRICS
 
 REQUIRED_METRICS = {*HEADLINE_METRICS, "train_loss"}
@@ -27,6 +29,30 @@ def runs(cwd: Path):
     return client, [run for run in found if run.data.tags.get("gnnbench.role") != "parent"]
 
 
+def books(home: Path) -> dict[tuple[str, int], Path]:
+    """{(algorithm, p): book directory} of the partition books under GNNBENCH_HOME."""
+    found = {}
+    for meta_path in (home / "partitions").glob("*/meta.json"):
+        meta = json.loads(meta_path.read_text())
+        found[(meta["algorithm"], int(meta["p"]))] = meta_path.parent
+    return found
+
+
+def replication_factor(book: Path) -> float:
+    """sum_i |O_i + N(O_i)| / |V| (docs/design.md, Metrics) from the book's owner.npy and its
+    store's edge list alone, not from the GNN-ready step that logs it: |V| owned nodes plus one
+    halo copy per distinct (node, partition) where the node neighbours one the partition owns."""
+    meta = json.loads((book / "meta.json").read_text())
+    assert meta["hops"] == 1  # the 1-hop halo counted here
+    owner = np.load(book / "owner.npy")
+    edges = GraphStore(Path(meta["store"])).edges().astype(np.int64)
+    copies = np.concatenate(
+        [np.stack([edges[:, a], owner[edges[:, b]]], axis=1) for a, b in ((0, 1), (1, 0))]
+    )
+    halo = np.unique(copies[owner[copies[:, 0]] != copies[:, 1]], axis=0)
+    return (len(owner) + len(halo)) / len(owner)
+
+
 @pytest.mark.slow
 @pytest.mark.distributed
 def test_default_run_logs_every_metric(tmp_path, gnnbench_home):
@@ -37,8 +63,10 @@ def test_default_run_logs_every_metric(tmp_path, gnnbench_home):
     run = found[0]
     assert run.info.status == "FINISHED"
     assert REQUIRED_METRICS <= set(run.data.metrics)
-    assert 1.0 <= run.data.metrics["replication_factor"] <= 4.0
     assert run.data.params["p"] == "4" and run.data.params["dataset.name"] == "synthetic"
+    (book,) = books(gnnbench_home).values()
+    expected = replication_factor(book)
+    assert run.data.metrics["replication_factor"] == pytest.approx(expected, rel=1e-12)
     history = client.get_metric_history(run.info.run_id, "train_loss")
     assert [m.step for m in history] == [1, 2, 3]
     artifacts = {a.path for a in client.list_artifacts(run.info.run_id)}
@@ -56,6 +84,10 @@ def test_sweep_partition_only(tmp_path, gnnbench_home):
     by_name = {
         (r.data.params["partitioner.name"], r.data.params["p"]): r.data.metrics for r in found
     }
+    assert len(books(gnnbench_home)) == 4
+    for (name, p), book in books(gnnbench_home).items():
+        logged = by_name[(name, str(p))]["replication_factor"]
+        assert logged == pytest.approx(replication_factor(book), rel=1e-12), (name, p)
     assert (
         by_name[("spring", "4")]["replication_factor"]
         < by_name[("hash", "4")]["replication_factor"]
@@ -125,7 +157,8 @@ def test_cora_model_avg_matches_centralized(tmp_path, gnnbench_home):
         assert completed.returncode == 0, completed.stderr[-3000:]
     _, found = runs(tmp_path)
     by_mode = {r.data.params["train.mode"]: r.data.metrics for r in found}
-    assert 1 < by_mode["model_avg"]["replication_factor"] < 4
+    expected = replication_factor(books(gnnbench_home)[("spring", 4)])
+    assert by_mode["model_avg"]["replication_factor"] == pytest.approx(expected, rel=1e-12)
     assert by_mode["centralized"]["test_f1_micro"] >= 0.75
     assert (
         abs(by_mode["model_avg"]["test_f1_micro"] - by_mode["centralized"]["test_f1_micro"]) <= 0.05
