@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from figures import bars, lines
 from hydra import compose, initialize_config_dir
 
 from gnnbench.paths import CONF_DIR, REPO_ROOT
@@ -338,6 +339,12 @@ def test_table_from_a_fixture_store(tmp_path):
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert f"](claims/claim_{number}.png)" in text
     assert not (doc.parent / "claims" / "claim_4.png").exists()
+    # what those plots draw: SPRING's RF 1.5 against every baseline's newest 2.0 at p = 4 and 8,
+    # and cohesive batches' cost 70 against random's mean of 100, 101, 102
+    (rf,) = claims.plot_rf(claims.claim_frame(runs["claim_1"])).axes
+    assert bars(rf) == {name: {"4": 0.25, "8": 0.25} for name in claims.RF_BASELINES}
+    (cohesive,) = claims.plot_cohesive(claims.claim_frame(runs["claim_8"])).axes
+    assert bars(cohesive) == {"10": {"g": pytest.approx(1 - 70 / 101)}}
     assert "FINISHED: 0 of the 36 jobs" in text  # claim 4: the fixture's graph "g" is none planned
     # p=2, lr 0.02 and optimizer_state=reset missing
     assert "FINISHED: 21 of the 30 jobs `claim_4c_centralized`" in text
@@ -449,8 +456,21 @@ def test_training_claims_judge_detail_and_plot_made_up_runs(number, frame, verdi
     claim = claims.CLAIMS[number - 1]
     assert claim.judge(frame).verdict == verdict
     assert any("± " in line for line in claim.detail(frame))  # mean ± std over the seeds
-    if claim.plot is not None and number != 9:  # 9 plots its layout runs (test_claim_9_memory_*)
-        assert claim.plot(frame) is not None
+
+
+def test_claim_10_plots_batch_wait_per_graph():
+    """A line per graph of the batch wait's mean over seeds per sampler count."""
+    frame = _training_rows("train.sampler_workers", (0, 1, 2), {0: 0.8, 1: 0.8, 2: 0.8})
+    frame["batch_wait_s"] = (
+        3.0 / (1 + frame["train.sampler_workers"]) + 0.1 * frame["seed"]
+        + (frame["dataset.name"] == "g2")
+    )  # fmt: skip
+    (ax,) = claims.CLAIMS[9].plot(frame).axes
+    g1 = {0.0: 3.1, 1.0: 1.6, 2.0: 1.1}  # seeds 0-2 add 0.1 on average
+    assert lines(ax) == {
+        "g1": pytest.approx(g1),
+        "g2": pytest.approx({x: y + 1 for x, y in g1.items()}),
+    }
 
 
 @pytest.mark.parametrize(("rf_2d", "ratio", "verdict"), [(3.0, 1.1875, "holds"),
@@ -470,7 +490,10 @@ def test_claim_9_memory_half_compares_layout_bytes(rf_2d, ratio, verdict):
     judged = claims.judge_strategy(frame)
     assert judged.verdict == verdict and f"{ratio:.2f}x" in judged.ours
     assert any("2D / 1D" in line for line in claims.detail_strategy(frame))
-    assert claims.plot_layouts(frame) is not None and claims.plot_layouts(accuracy) is None
+    (ax,) = claims.plot_layouts(frame).axes
+    ((p, heights),) = bars(ax).items()  # one bar series, p = 4 (a float here: "4.0")
+    assert float(p) == 4 and heights == {"g": pytest.approx(ratio)}
+    assert claims.plot_layouts(accuracy) is None
 
 
 def test_claim_6_and_4_detail_and_plot():
@@ -485,4 +508,6 @@ def test_claim_6_and_4_detail_and_plot():
     )
     assert claims.judge_model_avg(four).verdict == "holds"
     assert any("centralized" in line for line in claims.detail_model_avg(four))
-    assert claims.plot_model_avg(four) is not None
+    (ax,) = claims.plot_model_avg(four).axes  # model_avg only, the mean over seeds 0-2
+    f1 = pytest.approx({1.0: 0.801, 10.0: 0.801, 20.0: 0.791})
+    assert lines(ax) == {"g1": f1, "g2": f1}

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from test_end_to_end import gnnbench
+from cli import gnnbench
 
 from gnnbench.cli import HydraConfigs, check_group_choices, check_overrides, replace_mappings
 from gnnbench.errors import ConfigError

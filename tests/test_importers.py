@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 import re
 import subprocess
 import sys
@@ -16,6 +15,7 @@ import numpy as np
 import pytest
 import scipy.io
 import scipy.sparse as sp
+from cli import gnnbench
 
 from gnnbench.data.datasets import prepare_dataset
 from gnnbench.data.store import GraphStore
@@ -292,11 +292,9 @@ def test_not_a_mat_file_is_one_error(gnnbench_home, tmp_path):
 @pytest.mark.slow
 def test_mat_trains_end_to_end(gnnbench_home, tmp_path):
     path = blogcatalog_like(tmp_path / "blog.mat")
-    completed = subprocess.run(
-        [sys.executable, "-m", "gnnbench", "dataset=mat", f"dataset.path={path}",
-         "dataset.labels_key=group", "dataset.features_key=features",
-         "train=centralized", "train.epochs=1"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=300, env=os.environ.copy(),
+    completed = gnnbench(
+        tmp_path, "dataset=mat", f"dataset.path={path}", "dataset.labels_key=group",
+        "dataset.features_key=features", "train=centralized", "train.epochs=1",
     )  # fmt: skip
     assert completed.returncode == 0, completed.stderr[-2000:]
     log = completed.stdout + completed.stderr  # Hydra's job log goes to stdout

@@ -219,7 +219,7 @@ def test_p_auto_passes_through():
 def test_an_unread_key_fails_the_job_before_any_stage(tmp_path, gnnbench_home, override, expected):
     """`+key=value` adds a key the composed config lacks (the command-line check leaves Hydra's
     `+` forms alone): JobSpec refuses it in one line, exit 2, before the data stage runs."""
-    from test_end_to_end import gnnbench
+    from cli import gnnbench
 
     completed = gnnbench(tmp_path, override, "train=none")
     assert completed.returncode == 2

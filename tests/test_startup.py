@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+from cli import gnnbench
 
 TRAINING_ONLY = ("torch", "torch_geometric", "torch_scatter", "torch_sparse", "dgl")
 SMALL_GRAPH = ("dataset=synthetic", "dataset.num_nodes=2000", "dataset.feature_dim=8")
@@ -42,15 +41,8 @@ def watched_run(cwd: Path, log_dir: Path, *overrides: str) -> list[dict]:
     (hook / "sitecustomize.py").write_text(WATCHER)
     log_dir.mkdir()
     pythonpath = os.pathsep.join(filter(None, [str(hook), os.environ.get("PYTHONPATH")]))
-    env = {**os.environ, "PYTHONPATH": pythonpath, "GNNBENCH_IMPORT_LOG": str(log_dir)}
-    completed = subprocess.run(
-        [sys.executable, "-m", "gnnbench", *overrides, "train=none", "p=2"],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    env = {"PYTHONPATH": pythonpath, "GNNBENCH_IMPORT_LOG": str(log_dir)}
+    completed = gnnbench(cwd, *overrides, "train=none", "p=2", env=env)
     assert completed.returncode == 0, completed.stderr[-3000:]
     return [json.loads(path.read_text()) for path in sorted(log_dir.glob("*.json"))]
 
