@@ -68,11 +68,13 @@ def open_graph(home: Path):
 def _power_law_config(num_edges: int) -> dict:
     from omegaconf import OmegaConf
 
-    from gnnbench.paths import REPO_ROOT
+    from gnnbench import paths
 
+    # this script also runs on a base tree from before conf/ moved into the package
+    conf_dir = getattr(paths, "CONF_DIR", paths.REPO_ROOT / "conf")
     num_nodes = max(1000, num_edges // 10)
     config = OmegaConf.merge(
-        OmegaConf.load(REPO_ROOT / "conf" / "dataset" / "synthetic.yaml"),
+        OmegaConf.load(conf_dir / "dataset" / "synthetic.yaml"),
         dict(
             name=f"powerlaw-{num_edges}",
             num_nodes=num_nodes,

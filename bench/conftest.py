@@ -24,15 +24,15 @@ from bench.gates import (
 )
 from gnnbench.data.datasets import prepare_dataset
 from gnnbench.data.store import GraphStore
-from gnnbench.paths import REPO_ROOT, raw_dir
+from gnnbench.paths import CONF_DIR, raw_dir
 
 BASELINES = Path(__file__).resolve().parent / "baselines"
-DATASET_CONF = REPO_ROOT / "conf" / "dataset"
+DATASET_CONF = CONF_DIR / "dataset"
 
 
 def dataset_config(choice: str, /, **overrides) -> dict:
-    """conf/dataset/<choice>.yaml with `overrides` on top, as the plain dict prepare_dataset reads:
-    the gates measure the configs a user runs, not copies of them."""
+    """gnnbench/conf/dataset/<choice>.yaml with `overrides` on top, as the plain dict
+    prepare_dataset reads: the gates measure the configs a user runs, not copies of them."""
     config = OmegaConf.merge(OmegaConf.load(DATASET_CONF / f"{choice}.yaml"), overrides)
     return OmegaConf.to_container(config, resolve=True)
 

@@ -12,10 +12,10 @@ PyG needs torch-sparse (`python -m gnnbench setup pyg_metis`), DGL its own envir
 (`python -m gnnbench setup distdgl_metis`); a framework that is not set up is left out, and the
 test skips when neither is. amazon_cs by default; cora under CI=true.
 
-GNNBENCH_BENCH_DATASET=<conf/dataset name> picks another graph; GNNBENCH_BENCH_TRAIN_NODES=<n>
-trains every framework on the same n training nodes of it (a seeded sample of its split, in a
-store that hard-links every other file): on synthetic_large (700 k training nodes, ~1,370
-batches an epoch) a round of the three frameworks would take hours on this machine, while the
+GNNBENCH_BENCH_DATASET=<gnnbench/conf/dataset/NAME.yaml's NAME> picks another graph;
+GNNBENCH_BENCH_TRAIN_NODES=<n> trains every framework on the same n training nodes of it (a
+seeded sample of its split, in a store that hard-links every other file): on synthetic_large
+(700 k training nodes, ~1,370 batches an epoch) a round of the three frameworks would take hours on this machine, while the
 per-batch cost a sample measures (sampling and gathering over the whole 1 M-node graph) is the
 same.
 

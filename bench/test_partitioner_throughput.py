@@ -44,7 +44,7 @@ def reference_seconds(large_store) -> float:
 @pytest.mark.parametrize("name", streaming_partitioners())
 def test_throughput(benchmark, name, large_store, reference_seconds, speed_gates):
     partition_fn = PARTITIONERS.get(name)
-    keywords = PartitionSpec.defaults(name).kwargs()  # conf/partitioner/<name>.yaml's keys
+    keywords = PartitionSpec.defaults(name).kwargs()  # gnnbench/conf/partitioner/<name>.yaml's keys
     # every call builds what it reads beyond the store (the node-stream CSR), as in the stage
     result = benchmark.pedantic(
         partition_fn, args=(large_store, P, 0), kwargs=keywords, rounds=3, warmup_rounds=1

@@ -14,37 +14,27 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gnnbench.cli import check_overrides, help_text, quiet_libraries, take_verbose
+from gnnbench.cli import (
+    CONFIG_NAME,
+    HydraConfigs,
+    check_group_choices,
+    check_overrides,
+    help_text,
+    quiet_libraries,
+    replace_mappings,
+    take_verbose,
+)
 from gnnbench.errors import ConfigError, GnnbenchError, Interrupted
 from gnnbench.lifecycle import handle_interrupts
-from gnnbench.paths import REPO_ROOT
+from gnnbench.paths import CONF_DIR
 from gnnbench.startup import pause_collector, resume_collector
 
 if TYPE_CHECKING:  # imported with the job's modules (_load_job_modules), not at start-up
     from gnnbench.spec import JobSpec
 
 log = logging.getLogger("gnnbench")
-CONF_DIR = REPO_ROOT / "conf"
-
-
-def check_group_choices(argv: list[str], conf_dir: Path = CONF_DIR) -> None:
-    """Reject `group=value` overrides that name no config file, in one line (before Hydra)."""
-    for arg in argv:
-        if "=" not in arg or arg.startswith(("-", "+", "~", "hydra")):
-            continue
-        key, value = arg.split("=", 1)
-        group = conf_dir / key
-        if not group.is_dir() or "(" in value or "*" in value:
-            continue
-        choices = sorted(path.stem for path in group.glob("*.yaml"))
-        for choice in value.split(","):
-            if choice.strip() not in choices and choice.strip() != "null":
-                raise ConfigError(
-                    f"{key}={choice}: unknown {key} (expected one of: {', '.join(choices)})"
-                )
 
 
 def _is_multirun() -> bool:
@@ -190,20 +180,22 @@ def main() -> None:
         from gnnbench.setup.baseline_envs import main as setup_main
 
         sys.exit(setup_main(sys.argv[2:]))
-    if {"-h", "--help"} & set(sys.argv[1:]):  # gnnbench's own page; Hydra's is --hydra-help
-        print(help_text(CONF_DIR))
-        sys.exit(0)
     pause_collector()  # until the job's modules are loaded (_load_job_modules)
     sys.argv[1:], verbose = take_verbose(sys.argv[1:])
     if not verbose:
         quiet_libraries()
     try:
-        check_group_choices(sys.argv[1:])
-        check_overrides(sys.argv[1:], CONF_DIR)
+        configs = HydraConfigs(sys.argv[1:])
+        if {"-h", "--help"} & set(sys.argv[1:]):  # gnnbench's own page; Hydra's is --hydra-help
+            print(help_text(configs))
+            sys.exit(0)
+        check_group_choices(configs)
+        check_overrides(configs)
+        sys.argv[1:] = replace_mappings(sys.argv[1:], configs)
     except ConfigError as exc:
         print(f"gnnbench: error: {exc}", file=sys.stderr)
         sys.exit(2)
-    app = hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")(_job)
+    app = hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name=CONFIG_NAME)(_job)
     handle_interrupts()  # SIGTERM / SIGINT: workers stopped, the run KILLED, one line
     try:
         try:

@@ -1,4 +1,5 @@
-"""Where raw datasets are read from and where prepared graphs and partitions are cached."""
+"""Where the configs ship, where raw datasets are read from and where prepared graphs and
+partitions are cached."""
 
 from __future__ import annotations
 
@@ -6,8 +7,9 @@ import os
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-# Hydra's primary config directory, named once so that moving conf/ changes one line.
-CONF_DIR = REPO_ROOT / "conf"
+# Hydra's primary config directory: inside the package, so a non-editable install has it
+# (pyproject.toml's package data).
+CONF_DIR = Path(__file__).resolve().parent / "conf"
 
 
 def gnnbench_home() -> Path:

@@ -1,8 +1,9 @@
 """JobSpec: one job's composed config, parsed once into frozen parts before any stage runs.
 
 Every key is known: an unknown top-level, dataset, partitioner or tracking key is a one-line
-ConfigError naming it and the valid keys. The defaults live in conf/ only. `python -m gnnbench`
-parses it once per job (gnnbench/__main__.py) and hands it, keyword-only, to `gnnbench.run.run`.
+ConfigError naming it and the valid keys. The defaults live in gnnbench/conf/ only.
+`python -m gnnbench` parses it once per job (gnnbench/__main__.py) and hands it, keyword-only, to
+`gnnbench.run.run`.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from gnnbench.spec_keys import check_keys, plain, whole_axis
 from gnnbench.track.spec import TrackingSpec
 from gnnbench.train.spec import ModelSpec, TrainSpec
 
-# The top-level keys of conf/config.yaml (the five sweep axes, the groups, resume and tracking).
+# The top-level keys of gnnbench/conf/config.yaml (the five sweep axes, the groups, resume and
+# tracking).
 TOP_LEVEL_KEYS = (
     "dataset", "partitioner", "model", "train",
     "p", "sync_interval", "num_gpus", "seed", "resume", "tracking",

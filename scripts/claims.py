@@ -5,13 +5,13 @@
     python scripts/claims.py --tracking-uri URI    # export the store's runs, then the table
     python scripts/claims.py                       # the table from the exported runs alone
 
-Each claim has its experiment configs (conf/experiment/claim_<n>_*.yaml, MLflow experiment
-`claim_<n>`); --run runs them as `python -m gnnbench -m experiment=<config>` (resume skips the
-jobs the store already holds). The table reads every FINISHED job of `claim_<n>` (the newest run
-per job, exported to docs/claims/runs/claim_<n>.csv, which is committed) and judges it against the
-paper's figure with the thresholds stated beside each claim (gnnbench/track/claims/papers/, one
-module per claim): holds, holds partly, refuted, or not testable here; a claim without runs is
-`open`.
+Each claim has its experiment configs (gnnbench/conf/experiment/claim_<n>_*.yaml, MLflow
+experiment `claim_<n>`); --run runs them as `python -m gnnbench -m experiment=<config>` (resume
+skips the jobs the store already holds). The table reads every FINISHED job of `claim_<n>` (the
+newest run per job, exported to docs/claims/runs/claim_<n>.csv, which is committed) and judges it
+against the paper's figure with the thresholds stated beside each claim (one module per claim in
+gnnbench/track/claims/papers/): holds, holds partly, refuted, or not testable here; a claim
+without runs is `open`.
 """
 
 from __future__ import annotations

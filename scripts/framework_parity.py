@@ -42,6 +42,7 @@ from gnnbench.atomic import atomic_write_bytes  # noqa: E402
 from gnnbench.data.datasets import prepare_dataset  # noqa: E402
 from gnnbench.data.store import GraphStore  # noqa: E402
 from gnnbench.errors import ConfigError  # noqa: E402
+from gnnbench.paths import CONF_DIR  # noqa: E402
 from gnnbench.setup.baseline_envs import distdgl_env, torch_sparse_with_metis  # noqa: E402
 from gnnbench.train.runner import run_training  # noqa: E402
 from gnnbench.train.spec import spec_from_conf  # noqa: E402
@@ -150,9 +151,9 @@ def runners(threads: int) -> tuple[dict, dict[str, str]]:
 
 
 def load_store(dataset: str) -> GraphStore:
-    config_path = REPO / "conf" / "dataset" / f"{dataset}.yaml"
+    config_path = CONF_DIR / "dataset" / f"{dataset}.yaml"
     if not config_path.is_file():
-        raise ConfigError(f"--dataset {dataset}: no {config_path.relative_to(REPO)}")
+        raise ConfigError(f"--dataset {dataset}: no {config_path}")
     return prepare_dataset(yaml.safe_load(config_path.read_text()))
 
 

@@ -28,7 +28,7 @@ from gnnbench.partition.base import PARTITIONERS
 from gnnbench.partition.refine import refine
 from gnnbench.partition.spec import PartitionSpec
 from gnnbench.partition.stage import run_partition_stage
-from gnnbench.paths import REPO_ROOT, raw_dir
+from gnnbench.paths import CONF_DIR, REPO_ROOT, raw_dir
 from gnnbench.track.mlflow_run import one_line
 
 DOC = REPO_ROOT / "docs" / "partition_quality.md"
@@ -59,7 +59,7 @@ def replication_refine(passes: int) -> dict:
     return {"refine_passes": passes, "refine_objective": "replication"}
 
 
-# label -> (partitioner, overrides of conf/partitioner/<partitioner>.yaml and the shared keys)
+# label -> (partitioner, overrides of gnnbench/conf/partitioner/<partitioner>.yaml and the shared keys)
 CONFIGS: dict[str, tuple[str, dict]] = {
     "metis": ("metis", {}),
     "ldg": ("ldg", {}),
@@ -130,12 +130,12 @@ CONFIGS: dict[str, tuple[str, dict]] = {
 
 
 def partitioner_spec(name: str, overrides: dict) -> PartitionSpec:
-    """conf/partitioner/<name>.yaml with the overrides, as the Hydra composition would give."""
+    """gnnbench/conf/partitioner/<name>.yaml with the overrides, as the Hydra composition would give."""
     return PartitionSpec.defaults(name, **overrides)
 
 
 def dataset_config(name: str) -> dict:
-    return yaml.safe_load((REPO_ROOT / "conf" / "dataset" / f"{name}.yaml").read_text())
+    return yaml.safe_load((CONF_DIR / "dataset" / f"{name}.yaml").read_text())
 
 
 def run_missing(labels: list[str]) -> pd.DataFrame:

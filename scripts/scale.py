@@ -13,7 +13,7 @@ partitioner, feature_dim) after every run, so sizes can be run one at a time and
 run resumes where it stopped; sizes planned but absent from the CSV are listed in the doc as not
 run, with the reason given by --not-run.
 
---billion runs conf/experiment/billion.yaml's graph, p and partitioners (METIS among them, under
+--billion runs gnnbench/conf/experiment/billion.yaml's graph, p and partitioners (METIS among them, under
 its partitioner.memory_limit_gb=16: it must end out of memory in one line, which its row records),
 so the 1 B rows are what `python -m gnnbench -m experiment=billion` partitions.
 """
@@ -42,7 +42,7 @@ from gnnbench.partition.base import streaming_partitioners  # noqa: E402
 from gnnbench.partition.book import FORMAT_VERSION as BOOK_FORMAT  # noqa: E402
 from gnnbench.partition.spec import PartitionSpec  # noqa: E402
 from gnnbench.partition.stage import run_partition_stage  # noqa: E402
-from gnnbench.paths import REPO_ROOT  # noqa: E402
+from gnnbench.paths import CONF_DIR, REPO_ROOT  # noqa: E402
 from gnnbench.track.mlflow_run import one_line  # noqa: E402
 from gnnbench.track.report import scale_training  # noqa: E402
 
@@ -89,11 +89,11 @@ def graph_config(num_edges: int, feature_dim: int) -> dict:
 
 
 def billion_experiment() -> tuple[dict, int, list[tuple[str, dict]]]:
-    """conf/experiment/billion.yaml's dataset (over the synthetic defaults), p, and each swept
+    """gnnbench/conf/experiment/billion.yaml's dataset (over the synthetic defaults), p, and each swept
     partitioner's config with the experiment's partitioner keys (METIS's memory cap)."""
-    experiment = OmegaConf.load(REPO_ROOT / "conf" / "experiment" / "billion.yaml")
+    experiment = OmegaConf.load(CONF_DIR / "experiment" / "billion.yaml")
     dataset = OmegaConf.merge(
-        OmegaConf.load(REPO_ROOT / "conf" / "dataset" / "synthetic.yaml"), experiment.dataset
+        OmegaConf.load(CONF_DIR / "dataset" / "synthetic.yaml"), experiment.dataset
     )
     shared = OmegaConf.to_container(experiment.get("partitioner", {}))
     names = str(experiment.hydra.sweeper.params.partitioner).split(",")
@@ -102,7 +102,7 @@ def billion_experiment() -> tuple[dict, int, list[tuple[str, dict]]]:
 
 
 def partitioner_config(name: str, **overrides) -> dict:
-    config = OmegaConf.load(REPO_ROOT / "conf" / "partitioner" / f"{name}.yaml")
+    config = OmegaConf.load(CONF_DIR / "partitioner" / f"{name}.yaml")
     return {**OmegaConf.to_container(config), **overrides}
 
 

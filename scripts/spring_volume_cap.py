@@ -19,7 +19,7 @@ from omegaconf import OmegaConf
 from gnnbench.data.datasets import prepare_dataset
 from gnnbench.partition.gnn_ready import build_partitions
 from gnnbench.partition.spec import PartitionSpec
-from gnnbench.paths import REPO_ROOT
+from gnnbench.paths import CONF_DIR, REPO_ROOT
 
 GRAPHS = (
     "cora",
@@ -58,7 +58,7 @@ def main() -> int:
     unbalanced = {cap: 0 for cap in CAPS}
     for graph in GRAPHS:
         config = OmegaConf.to_container(
-            OmegaConf.load(REPO_ROOT / "conf" / "dataset" / f"{graph}.yaml")
+            OmegaConf.load(CONF_DIR / "dataset" / f"{graph}.yaml")
         )
         store = prepare_dataset(config)
         for p in PARTS:

@@ -9,8 +9,9 @@ from gnnbench.partition.spec import PartitionSpec
 
 
 def configured(name: str) -> Callable[..., PartitionResult]:
-    """`call(store, p, seed, **keys)`: partitioner `name` with conf/partitioner/<name>.yaml's keys
-    and the shared block's, `keys` overriding them (an unknown key is a ConfigError)."""
+    """`call(store, p, seed, **keys)`: partitioner `name` with
+    gnnbench/conf/partitioner/<name>.yaml's keys and the shared block's, `keys` overriding them (an
+    unknown key is a ConfigError)."""
 
     def call(store, p: int, seed: int, **keys) -> PartitionResult:
         return PartitionSpec.defaults(name, **keys).run(store, p, seed)

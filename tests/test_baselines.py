@@ -16,9 +16,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cli import gnnbench
 from conftest import CORA, requires_dataset
 from test_data_sources import dataset_config
-from test_end_to_end import gnnbench, runs
+from test_end_to_end import runs
 
 from gnnbench.data.datasets import prepare_dataset
 from gnnbench.errors import BaselineUnavailable, OutOfMemory
@@ -162,12 +163,8 @@ def test_cap_below_what_the_process_holds_is_one_line(tmp_path, gnnbench_home):
 
 
 @pytest.mark.fault("config: setup of an unknown baseline")
-def test_setup_rejects_unknown_names():
-    completed = subprocess.run(
-        [sys.executable, "-m", "gnnbench", "setup", "metis_for_everyone"],
-        capture_output=True,
-        text=True,
-    )
+def test_setup_rejects_unknown_names(tmp_path):
+    completed = gnnbench(tmp_path, "setup", "metis_for_everyone")
     assert completed.returncode == 2
     assert "expected one or more of pyg_metis, distdgl_metis" in completed.stderr
 

@@ -118,8 +118,7 @@ def _slowed(fn):
 def planted_tree(root: Path, kernels) -> Path:
     """A copy of the working tree's package and configs, `kernels` slowed SLOWDOWN x."""
     ignore = shutil.ignore_patterns("__pycache__")
-    for part in ("gnnbench", "conf"):
-        shutil.copytree(REPO / part, root / part, ignore=ignore)
+    shutil.copytree(REPO / "gnnbench", root / "gnnbench", ignore=ignore)
     for kernel in kernels:
         module, wrap = PLANTS[kernel]
         with open(root / module, "a") as source:

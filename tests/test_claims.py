@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from figures import bars, lines
 from hydra import compose, initialize_config_dir
 
 from gnnbench.errors import ConfigError
-from gnnbench.paths import REPO_ROOT
+from gnnbench.paths import CONF_DIR
 from gnnbench.track import claims
 from gnnbench.track.claims.papers import batch_strategy as claim_9
 from gnnbench.track.claims.papers import cohesive_batches as claim_8
@@ -24,13 +25,12 @@ from gnnbench.track.claims.papers import spring_merge as claim_2
 from gnnbench.track.claims.papers import spring_rf as claim_1
 from gnnbench.track.claims.papers import sync_speed as claim_6
 
-CONF = REPO_ROOT / "conf"
-CLAIM_CONFIGS = sorted(path.stem for path in (CONF / "experiment").glob("claim_*.yaml"))
+CLAIM_CONFIGS = sorted(path.stem for path in (CONF_DIR / "experiment").glob("claim_*.yaml"))
 T0 = 1_700_000_000_000
 
 
 def _compose(overrides: list[str]):
-    with initialize_config_dir(config_dir=str(CONF), version_base=None):
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
         return compose("config", overrides=overrides, return_hydra_config=True)
 
 
@@ -346,6 +346,12 @@ def test_table_from_a_fixture_store(tmp_path):
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert f"](claims/claim_{number}.png)" in text
     assert not (doc.parent / "claims" / "claim_4.png").exists()
+    # what those plots draw: SPRING's RF 1.5 against every baseline's newest 2.0 at p = 4 and 8,
+    # and cohesive batches' cost 70 against random's mean of 100, 101, 102
+    (rf,) = claim_1.plot_rf(claims.claim_frame(runs["claim_1"])).axes
+    assert bars(rf) == {name: {"4": 0.25, "8": 0.25} for name in claim_1.RF_BASELINES}
+    (cohesive,) = claim_8.plot_cohesive(claims.claim_frame(runs["claim_8"])).axes
+    assert bars(cohesive) == {"10": {"g": pytest.approx(1 - 70 / 101)}}
     assert "FINISHED: 0 of the 36 jobs" in text  # claim 4: the fixture's graph "g" is none planned
     # p=2, lr 0.02 and optimizer_state=reset missing
     assert "FINISHED: 21 of the 30 jobs `claim_4c_centralized`" in text
@@ -457,8 +463,21 @@ def test_training_claims_judge_detail_and_plot_made_up_runs(number, frame, verdi
     claim = claims.all_claims()[number - 1]
     assert claim.judge(frame).verdict == verdict
     assert any("± " in line for line in claim.detail(frame))  # mean ± std over the seeds
-    if claim.plot is not None and number != 9:  # 9 plots its layout runs (test_claim_9_memory_*)
-        assert claim.plot(frame) is not None
+
+
+def test_claim_10_plots_batch_wait_per_graph():
+    """A line per graph of the batch wait's mean over seeds per sampler count."""
+    frame = _training_rows("train.sampler_workers", (0, 1, 2), {0: 0.8, 1: 0.8, 2: 0.8})
+    frame["batch_wait_s"] = (
+        3.0 / (1 + frame["train.sampler_workers"]) + 0.1 * frame["seed"]
+        + (frame["dataset.name"] == "g2")
+    )  # fmt: skip
+    (ax,) = claims.all_claims()[9].plot(frame).axes
+    g1 = {0.0: 3.1, 1.0: 1.6, 2.0: 1.1}  # seeds 0-2 add 0.1 on average
+    assert lines(ax) == {
+        "g1": pytest.approx(g1),
+        "g2": pytest.approx({x: y + 1 for x, y in g1.items()}),
+    }
 
 
 @pytest.mark.parametrize(("rf_2d", "ratio", "verdict"), [(3.0, 1.1875, "holds"),
@@ -478,7 +497,10 @@ def test_claim_9_memory_half_compares_layout_bytes(rf_2d, ratio, verdict):
     judged = claim_9.judge_strategy(frame)
     assert judged.verdict == verdict and f"{ratio:.2f}x" in judged.ours
     assert any("2D / 1D" in line for line in claim_9.detail_strategy(frame))
-    assert claim_9.plot_layouts(frame) is not None and claim_9.plot_layouts(accuracy) is None
+    (ax,) = claim_9.plot_layouts(frame).axes
+    ((p, heights),) = bars(ax).items()  # one bar series, p = 4 (a float here: "4.0")
+    assert float(p) == 4 and heights == {"g": pytest.approx(ratio)}
+    assert claim_9.plot_layouts(accuracy) is None
 
 
 def test_claim_6_and_4_detail_and_plot():
@@ -493,4 +515,6 @@ def test_claim_6_and_4_detail_and_plot():
     )
     assert claim_4.judge_model_avg(four).verdict == "holds"
     assert any("centralized" in line for line in claim_4.detail_model_avg(four))
-    assert claim_4.plot_model_avg(four) is not None
+    (ax,) = claim_4.plot_model_avg(four).axes  # model_avg only, the mean over seeds 0-2
+    f1 = pytest.approx({1.0: 0.801, 10.0: 0.801, 20.0: 0.791})
+    assert lines(ax) == {"g1": f1, "g2": f1}

@@ -1,13 +1,23 @@
-"""The command line before Hydra runs: gnnbench's own help and one-line errors for misspelled keys."""
+"""The command line before Hydra runs: gnnbench's own help, one-line errors for misspelled keys,
+group choices from Hydra's search path, and command-line mappings that replace."""
 
 from __future__ import annotations
 
-import pytest
-from test_end_to_end import gnnbench
+import json
+from pathlib import Path
 
-from gnnbench.__main__ import CONF_DIR
-from gnnbench.cli import check_overrides
+import pytest
+from cli import gnnbench
+
+from gnnbench.cli import HydraConfigs, check_group_choices, check_overrides, replace_mappings
 from gnnbench.errors import ConfigError
+
+# README's example: quotient over GREM with GREM's keys, not quotient's default base keys
+QUOTIENT_ON_GREM = (
+    "partitioner=quotient",
+    "partitioner.base=grem",
+    "partitioner.base_keys={chunk_fraction: 0.05}",
+)
 
 
 @pytest.mark.parametrize(
@@ -25,15 +35,14 @@ from gnnbench.errors import ConfigError
 def test_unknown_keys_name_the_closest_valid_key(argv, expected):
     """A key missing from the composed config is one ConfigError naming the closest valid key."""
     with pytest.raises(ConfigError, match=expected.replace("?", r"\?")):
-        check_overrides(argv, CONF_DIR)
+        check_overrides(HydraConfigs(argv))
 
 
 def test_valid_keys_pass():
-    check_overrides(
+    check_overrides(HydraConfigs(
         ["-m", "partitioner=spring,grem", "partitioner.hops=1", "train.epochs=2", "p=2,4",
-         "+extra=1", "hydra.verbose=true", "experiment=sync_interval"],
-        CONF_DIR,
-    )  # fmt: skip
+         "+extra=1", "hydra.verbose=true", "experiment=sync_interval"]
+    ))  # fmt: skip
 
 
 @pytest.mark.fault("config: a misspelled key, as a user types it")
@@ -52,3 +61,83 @@ def test_help_is_gnnbench_own(tmp_path):
     for word in ("-m", "report", "setup", "GNNBENCH_HOME", "GNNBENCH_RAW_DIR", "partition_quality"):
         assert word in completed.stdout
     assert "powered by Hydra" not in completed.stdout
+
+
+@pytest.fixture
+def config_dir(tmp_path) -> Path:
+    """A user's config directory with one dataset of its own, dataset/mine.yaml."""
+    root = tmp_path / "my_conf"
+    (root / "dataset").mkdir(parents=True)
+    (root / "dataset" / "mine.yaml").write_text("name: mine\nsource: synthetic\nnum_nodes: 1000\n")
+    return root
+
+
+@pytest.mark.parametrize("given_by", ["--config-dir", "hydra.searchpath"])
+def test_group_choices_come_from_hydras_search_path(config_dir, given_by):
+    """dataset=mine is a choice where Hydra finds the file; a typo is still one line."""
+    if given_by == "--config-dir":
+        where = [f"--config-dir={config_dir}"]
+    else:
+        where = [f"hydra.searchpath=[file://{config_dir}]"]
+    configs = HydraConfigs([*where, "dataset=mine", "dataset.num_nodes=500"])
+    assert {"mine", "cora", "synthetic"} <= set(configs.choices("dataset"))
+    check_group_choices(configs)
+    check_overrides(configs)  # dataset.num_nodes: looked up in the config composed with mine
+    typo = r"^dataset=mien: unknown dataset \(expected one of: .*\bmine\b"
+    with pytest.raises(ConfigError, match=typo):
+        check_group_choices(HydraConfigs([*where, "dataset=mien"]))
+    with pytest.raises(ConfigError, match="dataset=mine: unknown dataset"):
+        check_group_choices(HydraConfigs(["dataset=mine"]))  # not on the search path without it
+
+
+def test_a_missing_config_dir_is_one_line(tmp_path):
+    with pytest.raises(ConfigError, match="--config-dir .*: no such directory"):
+        HydraConfigs([f"--config-dir={tmp_path / 'nowhere'}", "dataset=mine"])
+
+
+def test_a_dataset_of_a_users_config_dir_runs(tmp_path, gnnbench_home, config_dir):
+    """`python -m gnnbench --config-dir=<dir with dataset/mine.yaml> dataset=mine` (issue 29)."""
+    completed = gnnbench(
+        tmp_path, f"--config-dir={config_dir}", "dataset=mine", "train=none", "p=2"
+    )
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    (store,) = (gnnbench_home / "graphs").glob("mine-*")
+    assert json.loads((store / "meta.json").read_text())["num_nodes"] <= 1000
+
+
+def test_a_command_line_mapping_replaces_the_configs():
+    """`partitioner.base_keys={...}` replaces quotient's default base keys (Hydra would merge
+    them, and refuse chunk_fraction); given as the default, it composes the default config."""
+    argv = ["-m", *QUOTIENT_ON_GREM, "p=2,4"]
+    assert replace_mappings(argv, HydraConfigs(argv)) == [
+        "-m", *QUOTIENT_ON_GREM[:2], "~partitioner.base_keys", f"+{QUOTIENT_ON_GREM[2]}", "p=2,4"
+    ]  # fmt: skip
+    assert _partitioner_block(*QUOTIENT_ON_GREM)["base_keys"] == {"chunk_fraction": 0.05}
+    default = _partitioner_block("partitioner=quotient")
+    assert default["base_keys"] == {"passes": 3}
+    assert (
+        _partitioner_block("partitioner=quotient", "partitioner.base_keys={passes: 3}") == default
+    )
+    sweep = ["tracking.sweep={sweep_id: a, parent_run_id: b}"]  # null by default: set, as typed
+    assert replace_mappings(sweep, HydraConfigs(sweep)) == sweep
+
+
+def _partitioner_block(*argv: str) -> dict:
+    """The partitioner block Hydra composes for `argv` as gnnbench hands it on."""
+    from omegaconf import OmegaConf
+
+    handed_on = replace_mappings(list(argv), HydraConfigs(list(argv)))
+    return OmegaConf.to_container(HydraConfigs(handed_on).compose(tuple(handed_on)).partitioner)
+
+
+def test_quotient_on_grem_with_its_own_base_keys_runs(tmp_path, gnnbench_home):
+    """README's `partitioner=quotient partitioner.base=grem 'partitioner.base_keys={...}'` runs,
+    and its book holds exactly those base keys."""
+    small = ("dataset.num_nodes=2000", "train=none", "p=2")
+    completed = gnnbench(tmp_path, *QUOTIENT_ON_GREM, *small)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    (book,) = (gnnbench_home / "partitions").glob("*quotient*")
+    parameters = json.loads((book / "meta.json").read_text())["parameters"]
+    assert parameters["base"] == "grem" and parameters["base_keys"] == {"chunk_fraction": 0.05}
+    base = parameters["nested"]["base"]
+    assert base["name"] == "grem" and base["chunk_fraction"] == 0.05 and "passes" not in base

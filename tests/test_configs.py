@@ -9,8 +9,8 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from gnnbench.__main__ import CONF_DIR
 from gnnbench.partition.spec import PartitionSpec
+from gnnbench.paths import CONF_DIR
 from gnnbench.spec import JobSpec
 
 GROUPS = ("dataset", "partitioner", "model", "train")

@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
-import sys
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from cli import gnnbench
 from conftest import CORA, requires_dataset
 from tracking_server import TrackingServer
 
@@ -59,15 +58,10 @@ def _make_sweep(cwd: Path, uri: str) -> tuple[str, dict, dict]:
     """Run the sweep into `uri`; return the experiment id, the parent run and the children by id."""
     import mlflow
 
-    completed = subprocess.run(
-        [sys.executable, "-m", "gnnbench", "-m", "dataset=cora", "partitioner=spring,hash"]
-        + ["p=2,4", "train=none", f"tracking.uri={uri}"],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=180,
-        env=os.environ.copy(),
-    )
+    completed = gnnbench(
+        cwd, "-m", "dataset=cora", "partitioner=spring,hash", "p=2,4", "train=none",
+        f"tracking.uri={uri}", timeout=180,
+    )  # fmt: skip
     assert completed.returncode == 0, completed.stderr[-3000:]
     client = mlflow.MlflowClient(tracking_uri=uri)
     experiment_id = client.get_experiment_by_name("gnnbench").experiment_id

@@ -20,12 +20,13 @@ from conftest import CORA, RAW_DIR, requires_dataset
 from gnnbench.data.datasets import SOURCES, prepare_dataset, store_path
 from gnnbench.data.store import GraphStore
 from gnnbench.errors import ConfigError, DataError
+from gnnbench.paths import CONF_DIR as PACKAGE_CONF
 
-CONF_DIR = Path(__file__).resolve().parents[1] / "conf" / "dataset"
+CONF_DIR = PACKAGE_CONF / "dataset"
 
 
 def dataset_config(name: str, **overrides) -> dict:
-    """conf/dataset/<name>.yaml as a plain dict, with overrides."""
+    """gnnbench/conf/dataset/<name>.yaml as a plain dict, with overrides."""
     config = yaml.safe_load((CONF_DIR / f"{name}.yaml").read_text())
     config.update(overrides)
     return config

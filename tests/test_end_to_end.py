@@ -3,29 +3,19 @@
 from __future__ import annotations
 
 import csv
-import os
-import subprocess
-import sys
+import json
 from pathlib import Path
 
 import numpy as np
 import pytest
+from cli import gnnbench
 from conftest import CORA, requires_dataset
 
+from gnnbench.data.store import GraphStore
 from gnnbench.track.mlflow_run import HEADLINE_METRICS
 
 REQUIRED_METRICS = {*HEADLINE_METRICS, "train_loss"}
-
-
-def gnnbench(cwd: Path, *overrides: str, timeout: int = 300) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "gnnbench", *overrides],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=os.environ.copy(),
-    )
+TWO_RANKS = ["--nproc_per_node=2"]  # torchrun's options: two ranks on this machine
 
 
 def runs(cwd: Path):
@@ -39,6 +29,30 @@ def runs(cwd: Path):
     return client, [run for run in found if run.data.tags.get("gnnbench.role") != "parent"]
 
 
+def books(home: Path) -> dict[tuple[str, int], Path]:
+    """{(algorithm, p): book directory} of the partition books under GNNBENCH_HOME."""
+    found = {}
+    for meta_path in (home / "partitions").glob("*/meta.json"):
+        meta = json.loads(meta_path.read_text())
+        found[(meta["algorithm"], int(meta["p"]))] = meta_path.parent
+    return found
+
+
+def replication_factor(book: Path) -> float:
+    """sum_i |O_i + N(O_i)| / |V| (docs/design.md, Metrics) from the book's owner.npy and its
+    store's edge list alone, not from the GNN-ready step that logs it: |V| owned nodes plus one
+    halo copy per distinct (node, partition) where the node neighbours one the partition owns."""
+    meta = json.loads((book / "meta.json").read_text())
+    assert meta["hops"] == 1  # the 1-hop halo counted here
+    owner = np.load(book / "owner.npy")
+    edges = GraphStore(Path(meta["store"])).edges().astype(np.int64)
+    copies = np.concatenate(
+        [np.stack([edges[:, a], owner[edges[:, b]]], axis=1) for a, b in ((0, 1), (1, 0))]
+    )
+    halo = np.unique(copies[owner[copies[:, 0]] != copies[:, 1]], axis=0)
+    return (len(owner) + len(halo)) / len(owner)
+
+
 @pytest.mark.slow
 @pytest.mark.distributed
 def test_default_run_logs_every_metric(tmp_path, gnnbench_home):
@@ -49,8 +63,10 @@ def test_default_run_logs_every_metric(tmp_path, gnnbench_home):
     run = found[0]
     assert run.info.status == "FINISHED"
     assert REQUIRED_METRICS <= set(run.data.metrics)
-    assert 1.0 <= run.data.metrics["replication_factor"] <= 4.0
     assert run.data.params["p"] == "4" and run.data.params["dataset.name"] == "synthetic"
+    (book,) = books(gnnbench_home).values()
+    expected = replication_factor(book)
+    assert run.data.metrics["replication_factor"] == pytest.approx(expected, rel=1e-12)
     history = client.get_metric_history(run.info.run_id, "train_loss")
     assert [m.step for m in history] == [1, 2, 3]
     artifacts = {a.path for a in client.list_artifacts(run.info.run_id)}
@@ -68,6 +84,10 @@ def test_sweep_partition_only(tmp_path, gnnbench_home):
     by_name = {
         (r.data.params["partitioner.name"], r.data.params["p"]): r.data.metrics for r in found
     }
+    assert len(books(gnnbench_home)) == 4
+    for (name, p), book in books(gnnbench_home).items():
+        logged = by_name[(name, str(p))]["replication_factor"]
+        assert logged == pytest.approx(replication_factor(book), rel=1e-12), (name, p)
     assert (
         by_name[("spring", "4")]["replication_factor"]
         < by_name[("hash", "4")]["replication_factor"]
@@ -137,7 +157,8 @@ def test_cora_model_avg_matches_centralized(tmp_path, gnnbench_home):
         assert completed.returncode == 0, completed.stderr[-3000:]
     _, found = runs(tmp_path)
     by_mode = {r.data.params["train.mode"]: r.data.metrics for r in found}
-    assert 1 < by_mode["model_avg"]["replication_factor"] < 4
+    expected = replication_factor(books(gnnbench_home)[("spring", 4)])
+    assert by_mode["model_avg"]["replication_factor"] == pytest.approx(expected, rel=1e-12)
     assert by_mode["centralized"]["test_f1_micro"] >= 0.75
     assert (
         abs(by_mode["model_avg"]["test_f1_micro"] - by_mode["centralized"]["test_f1_micro"]) <= 0.05
@@ -273,12 +294,9 @@ def test_more_partitions_than_workers_train_in_turn(tmp_path, gnnbench_home):
 @pytest.mark.distributed
 def test_torchrun_two_ranks_log_one_run(tmp_path, gnnbench_home):
     """torchrun's processes are the ranks: rank 0 prepares, partitions and logs; both train."""
-    torchrun = Path(sys.executable).with_name("torchrun")
-    completed = subprocess.run(
-        [str(torchrun), "--nproc_per_node=2", "-m", "gnnbench", "dataset=cora", "train=grad_avg",
-         "train.epochs=2"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=300, env=os.environ.copy(),
-    )  # fmt: skip
+    completed = gnnbench(
+        tmp_path, "dataset=cora", "train=grad_avg", "train.epochs=2", torchrun=TWO_RANKS
+    )
     assert completed.returncode == 0, completed.stderr[-3000:]
     _, found = runs(tmp_path)
     assert [r.info.status for r in found] == ["FINISHED"]
@@ -292,12 +310,10 @@ def test_torchrun_two_ranks_log_one_run(tmp_path, gnnbench_home):
 def test_torchrun_rank0_failing_before_training_fails_every_rank(tmp_path, gnnbench_home):
     """Rank 0 prepares the data while the others wait for its word: when it fails, they are told
     and fail with the same one-line error, rather than waiting out the hand-off's timeout."""
-    torchrun = Path(sys.executable).with_name("torchrun")
     missing = tmp_path / "missing.txt"
-    completed = subprocess.run(
-        [str(torchrun), "--nproc_per_node=2", "-m", "gnnbench", "dataset=edgelist",
-         f"dataset.path={missing}", "train=grad_avg", "train.epochs=1"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=300, env=os.environ.copy(),
+    completed = gnnbench(
+        tmp_path, "dataset=edgelist", f"dataset.path={missing}", "train=grad_avg",
+        "train.epochs=1", torchrun=TWO_RANKS,
     )  # fmt: skip
     assert completed.returncode != 0
     errors = [line for line in completed.stderr.splitlines() if "gnnbench: error: " in line]
@@ -310,14 +326,10 @@ def test_torchrun_sweep_resumes_on_rank0s_word(tmp_path, gnnbench_home):
     """Under torchrun a sweep keeps one set of records: rank 0 opens the parent, logs each job
     and decides which jobs resume skips, for every rank; a job that does not train on partitions
     runs on rank 0 alone."""
-    torchrun = [str(Path(sys.executable).with_name("torchrun")), "--nproc_per_node=2"]
-    sweep = ["-m", "gnnbench", "-m", "dataset=cora", "train=grad_avg", "train.epochs=1", "seed=0,1"]
+    sweep = ["-m", "dataset=cora", "train=grad_avg", "train.epochs=1", "seed=0,1"]
 
     def launch(*args: str) -> str:
-        completed = subprocess.run(
-            [*torchrun, *args], cwd=tmp_path, capture_output=True, text=True, timeout=300,
-            env=os.environ.copy(),
-        )  # fmt: skip
+        completed = gnnbench(tmp_path, *args, torchrun=TWO_RANKS)
         assert completed.returncode == 0, completed.stderr[-3000:]
         return completed.stdout + completed.stderr
 
@@ -328,7 +340,7 @@ def test_torchrun_sweep_resumes_on_rank0s_word(tmp_path, gnnbench_home):
     assert "train: grad_avg" not in again
     # centralized right after a grad_avg job: the process group is still up, and rank 0 must
     # train alone without entering it (the other rank is not there to meet it)
-    mixed = launch(*sweep[:4], "train=grad_avg,centralized", "train.epochs=1", "seed=2")
+    mixed = launch(*sweep[:2], "train=grad_avg,centralized", "train.epochs=1", "seed=2")
     assert "runs on rank 0 alone" in mixed
     assert mixed.count("train: centralized test micro-F1") == 1
     client, found = runs(tmp_path)

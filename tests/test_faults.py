@@ -15,7 +15,7 @@ import time
 
 import numpy as np
 import pytest
-from test_end_to_end import gnnbench
+from cli import gnnbench, start
 
 from gnnbench.atomic import remove_stale_temporaries
 from gnnbench.data.datasets import prepare_dataset
@@ -198,15 +198,12 @@ def test_two_sweeps_started_together(tmp_path, gnnbench_home):
     """Both exit 0, two parents, every child FINISHED under its parent."""
     import mlflow
 
-    commands = [
-        [sys.executable, "-m", "gnnbench", "-m", "dataset=synthetic", "dataset.num_nodes=3000",
-         f"partitioner={name}", "p=2,4", "train=none"]
+    children = [
+        start(tmp_path, "-m", "dataset=synthetic", "dataset.num_nodes=3000",
+              f"partitioner={name}", "p=2,4", "train=none",
+              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         for name in ("spring", "hash")
     ]  # fmt: skip
-    children = [
-        subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        for cmd in commands
-    ]
     results = [child.communicate(timeout=600) for child in children]
     assert [child.returncode for child in children] == [0, 0], [err[-2000:] for _, err in results]
     client = mlflow.MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")

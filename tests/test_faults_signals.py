@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+from cli import start
 
 from gnnbench import lifecycle
 from gnnbench.data.datasets import prepare_dataset
@@ -87,14 +88,13 @@ class Job:
     def __init__(self, tmp_path: Path, *overrides: str):
         self.tmp_path = tmp_path
         self.stderr_path = tmp_path / "stderr.txt"
-        command = [
-            sys.executable, "-m", "gnnbench", *overrides,
+        places = [
             f"tracking.uri=sqlite:///{tmp_path / 'mlflow.db'}",
             f"hydra.run.dir={tmp_path / 'outputs'}", f"hydra.sweep.dir={tmp_path / 'multirun'}",
         ]  # fmt: skip
         with open(tmp_path / "stdout.txt", "w") as out, open(self.stderr_path, "w") as err:
-            self.process = subprocess.Popen(
-                command, cwd=tmp_path, stdout=out, stderr=err, start_new_session=True
+            self.process = start(
+                tmp_path, *overrides, *places, stdout=out, stderr=err, start_new_session=True
             )
         self.sid = self.process.pid
 

@@ -26,12 +26,12 @@ from gnnbench.partition.book import PartitionBook
 from gnnbench.partition.gnn_ready import build_partitions
 from gnnbench.partition.spec import PartitionSpec
 from gnnbench.partition.stage import run_partition_stage
-from gnnbench.paths import REPO_ROOT
+from gnnbench.paths import CONF_DIR, REPO_ROOT
 from gnnbench.peak_rss import PeakRss
 
 
 def synthetic(**overrides) -> dict:
-    """A small contextual DC-SBM config (conf/dataset/synthetic.yaml's keys, smaller)."""
+    """A small contextual DC-SBM config (gnnbench/conf/dataset/synthetic.yaml's keys, smaller)."""
     return {
         "name": "feat",
         "source": "synthetic",
@@ -325,7 +325,7 @@ def test_papers_scale_composes_to_a_papers100m_shaped_job():
     from gnnbench.data.sources.synthetic import SbmParams, disk_bytes
     from gnnbench.data.spec import DataSpec
 
-    with initialize_config_dir(config_dir=str(REPO_ROOT / "conf"), version_base=None):
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
         cfg = compose("config", overrides=["experiment=papers_scale"], return_hydra_config=True)
     DataSpec.from_config(cfg.dataset)
     params = SbmParams.from_config(cfg.dataset)

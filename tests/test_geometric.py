@@ -1,4 +1,5 @@
-"""The random geometric graph generator (dataset source `geometric`, conf/dataset/rgg.yaml)."""
+"""The random geometric graph generator (dataset source `geometric`,
+gnnbench/conf/dataset/rgg.yaml)."""
 
 from __future__ import annotations
 

@@ -11,6 +11,7 @@ from conftest import CORA, RAW_DIR, requires_dataset
 from gnnbench.data import canonical
 from gnnbench.data.datasets import dataset_key, prepare_dataset
 from gnnbench.errors import ConfigError, DataError
+from gnnbench.paths import CONF_DIR
 
 needs_raw = requires_dataset(CORA, "npz/amazon_cs.npz", "snap/email-Enron.txt.gz")
 TINY_BUDGET_GB = 1e-5  # ~10 kB: a hundred or more bucket files and many raw chunks
@@ -159,8 +160,7 @@ def test_billion_experiment_composes_to_a_structure_only_billion_edge_graph():
 
     from gnnbench.data.sources.synthetic import SbmParams
 
-    conf_dir = Path(__file__).resolve().parents[1] / "conf"
-    with initialize_config_dir(config_dir=str(conf_dir), version_base=None):
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
         cfg = compose("config", overrides=["experiment=billion"], return_hydra_config=True)
     params = SbmParams.from_config(cfg.dataset)
     assert params.num_raw_edges == 1_000_000_000 and params.feature_dim == 0

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 import re
 import subprocess
 import sys
@@ -16,6 +15,7 @@ import numpy as np
 import pytest
 import scipy.io
 import scipy.sparse as sp
+from cli import gnnbench
 
 from gnnbench.data.datasets import prepare_dataset
 from gnnbench.data.store import GraphStore
@@ -292,11 +292,9 @@ def test_not_a_mat_file_is_one_error(gnnbench_home, tmp_path):
 @pytest.mark.slow
 def test_mat_trains_end_to_end(gnnbench_home, tmp_path):
     path = blogcatalog_like(tmp_path / "blog.mat")
-    completed = subprocess.run(
-        [sys.executable, "-m", "gnnbench", "dataset=mat", f"dataset.path={path}",
-         "dataset.labels_key=group", "dataset.features_key=features",
-         "train=centralized", "train.epochs=1"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=300, env=os.environ.copy(),
+    completed = gnnbench(
+        tmp_path, "dataset=mat", f"dataset.path={path}", "dataset.labels_key=group",
+        "dataset.features_key=features", "train=centralized", "train.epochs=1",
     )  # fmt: skip
     assert completed.returncode == 0, completed.stderr[-2000:]
     log = completed.stdout + completed.stderr  # Hydra's job log goes to stdout
@@ -345,9 +343,8 @@ def test_a_changed_label_file_reimports(gnnbench_home, tmp_path):
 @pytest.mark.parametrize("dataset", ["edgelist", "mat", "npz"])
 def test_command_line_accepts_the_required_path_key(dataset):
     """dataset.path is ??? (required) in these configs: still a known key on the command line."""
-    from gnnbench.__main__ import CONF_DIR
-    from gnnbench.cli import check_overrides
+    from gnnbench.cli import HydraConfigs, check_overrides
 
-    check_overrides([f"dataset={dataset}", "dataset.path=/data/g", "train=none"], CONF_DIR)
+    check_overrides(HydraConfigs([f"dataset={dataset}", "dataset.path=/data/g", "train=none"]))
     with pytest.raises(ConfigError, match=rf"dataset\.pth: unknown key for dataset={dataset}"):
-        check_overrides([f"dataset={dataset}", "dataset.pth=/data/g"], CONF_DIR)
+        check_overrides(HydraConfigs([f"dataset={dataset}", "dataset.pth=/data/g"]))

@@ -3,16 +3,15 @@
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 import scipy.io
 import scipy.sparse as sp
+from cli import gnnbench
 
 from gnnbench.data.datasets import prepare_dataset
 from gnnbench.data.input_features import ONEHOT_DEGREES, RANDOM_DIM
@@ -67,10 +66,9 @@ def test_an_unknown_kind_is_one_line(gnnbench_home, tmp_path):
 
 
 def train(cwd: Path, path: Path, *overrides: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "gnnbench", "dataset=mat", f"dataset.path={path}",
-         "dataset.labels_key=group", "p=2", "num_gpus=2", "train.epochs=2", *overrides],
-        cwd=cwd, capture_output=True, text=True, timeout=300, env=os.environ.copy(),
+    return gnnbench(
+        cwd, "dataset=mat", f"dataset.path={path}", "dataset.labels_key=group", "p=2",
+        "num_gpus=2", "train.epochs=2", *overrides,
     )  # fmt: skip
 
 

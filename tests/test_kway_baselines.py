@@ -15,10 +15,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cli import gnnbench
 from conftest import CORA, requires_dataset
 from graphs import make_store
 from test_data_sources import dataset_config
-from test_end_to_end import gnnbench
 
 from gnnbench import lifecycle
 from gnnbench.atomic import is_stale

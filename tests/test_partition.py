@@ -14,7 +14,7 @@ from gnnbench.partition.stage import run_partition_stage
 
 
 def spring(store, p: int, seed: int, **params):
-    """SPRING with conf/partitioner/spring.yaml's keys, `params` overriding them."""
+    """SPRING with gnnbench/conf/partitioner/spring.yaml's keys, `params` overriding them."""
     return PartitionSpec.defaults("spring", **params).run(store, p, seed)
 
 

@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import csv
+import itertools
+from collections import defaultdict
 
 import pytest
+from figures import bands, bars, lines, whiskers
 from sweep_fixtures import (
     FAILED_JOB,
+    NUM_GPUS,
     OLD_SWEEP_ID,
+    PARTITIONERS,
+    PS,
     RERUN_JOB,
+    SYNC_INTERVALS,
     build_small_sweep,
     expected_metrics,
 )
@@ -16,6 +23,7 @@ from sweep_fixtures import (
 from gnnbench.report import main as report_module_main
 from gnnbench.track.report import (
     PLOTS,
+    figures,
     load_sweep,
     main,
     plot_peak_memory,
@@ -28,6 +36,69 @@ PNGS = {spec.filename for spec in PLOTS}
 
 def _axes(row: dict) -> tuple:
     return (row["partitioner.name"], int(row["p"]), int(row["sync_interval"]), int(row["num_gpus"]))
+
+
+# The small sweep's axes in the order of expected_metrics' arguments (after the partitioner).
+AXIS_POSITION = {"p": 1, "sync_interval": 2, "num_gpus": 3}
+
+
+def expected_points(
+    x: str, metric: str, sync_intervals: tuple = SYNC_INTERVALS, training: bool = True
+) -> dict[str, list[tuple[float, float, float, float]]]:
+    """{partitioner: [(x, mean, min, max), ...]} of a metric over the small sweep's FINISHED jobs
+    (every job but FAILED_JOB), computed from sweep_fixtures apart from the report's code."""
+    values = defaultdict(list)
+    for axes in itertools.product(PARTITIONERS, PS, sync_intervals, NUM_GPUS):
+        if axes != FAILED_JOB:
+            values[(axes[0], axes[AXIS_POSITION[x]])].append(
+                expected_metrics(*axes, training=training)[metric]
+            )
+    return {
+        name: [(float(at), sum(v) / len(v), min(v), max(v))
+               for (n, at), v in sorted(values.items()) if n == name]
+        for name in PARTITIONERS
+    }  # fmt: skip
+
+
+def check_line_panel(ax, x: str, metric: str, **sweep) -> None:
+    """The panel draws, per partitioner, the metric's mean at each x, and a band from its min to
+    its max where the jobs averaged there differ."""
+    points = expected_points(x, metric, **sweep)
+    drawn = lines(ax)
+    assert set(drawn) == set(points), (metric, drawn)
+    for name, expected in points.items():
+        assert drawn[name] == pytest.approx({at: mean for at, mean, _, _ in expected}), metric
+    wanted = [
+        ({at: low for at, _, low, _ in expected}, {at: high for at, _, _, high in expected})
+        for expected in points.values()
+        if any(low < high for _, _, low, high in expected)
+    ]
+    found = bands(ax)
+    assert len(found) == len(wanted), metric
+    for low, high in wanted:
+        assert any(b == (pytest.approx(low), pytest.approx(high)) for b in found), (metric, low)
+
+
+def check_sweep_figures(plots: dict, **sweep) -> None:
+    """Every drawn figure of the small sweep holds its values: the line panels per partitioner,
+    the heap peak bars per partitioner and p (max RSS, within 2%, not drawn)."""
+    panels = {
+        "rf_edge_cut_vs_p.png": ("p", ["replication_factor", "edge_cut"]),
+        "f1_vs_sync_interval.png": ("sync_interval", ["test_f1_micro", "test_f1_macro"]),
+        "epoch_time_vs_num_gpus.png": ("num_gpus", ["epoch_time_s"]),
+    }
+    for name, (x, metrics) in panels.items():
+        if plots[name].figure is None:
+            continue
+        assert len(plots[name].figure.axes) == len(metrics), name
+        for ax, metric in zip(plots[name].figure.axes, metrics, strict=True):
+            check_line_panel(ax, x, metric, **sweep)
+    (heap,) = plots["peak_memory.png"].figure.axes
+    points = expected_points("p", "partition_peak_mb", **sweep)
+    assert bars(heap) == {
+        f"p={p}": {name: pytest.approx(points[name][i][1]) for name in PARTITIONERS}
+        for i, p in enumerate(PS)
+    }
 
 
 def test_report_sweep_writes_table_csv_plots_and_logs_them(small_sweep_store, tmp_path):
@@ -62,9 +133,11 @@ def test_report_sweep_writes_table_csv_plots_and_logs_them(small_sweep_store, tm
     assert "| hash | 8 | 4 | 2 | FAILED |" in text
     assert "skipped" not in text
     for name in PNGS:
-        assert (out / name).stat().st_size > 10_000, name
         assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert f"]({name})" in text
+    plots = figures(load_sweep(store.tracking_uri, store.experiment, store.sweep_id))
+    assert all(plots[name].figure is not None for name in PNGS)
+    check_sweep_figures(plots)
 
     import mlflow
 
@@ -80,10 +153,14 @@ def test_partition_only_sweep_skips_training_plots_with_a_note(tmp_path):
     assert "*Test F1 vs sync interval: skipped, no FINISHED job with test_f1_micro" in text
     assert "*Epoch time vs num_gpus: skipped, no FINISHED job with epoch_time_s.*" in text
     assert "test_f1_micro |" not in text.split("## Plots")[0]  # no empty metric columns
-    assert (tmp_path / "out" / "rf_edge_cut_vs_p.png").stat().st_size > 0
-    assert (tmp_path / "out" / "peak_memory.png").stat().st_size > 0
+    assert (tmp_path / "out" / "rf_edge_cut_vs_p.png").is_file()
+    assert (tmp_path / "out" / "peak_memory.png").is_file()
     assert not (tmp_path / "out" / "f1_vs_sync_interval.png").exists()
     assert not (tmp_path / "out" / "epoch_time_vs_num_gpus.png").exists()
+    plots = figures(load_sweep(store.tracking_uri, store.experiment, store.sweep_id))
+    assert plots["f1_vs_sync_interval.png"].figure is None
+    assert plots["epoch_time_vs_num_gpus.png"].figure is None
+    check_sweep_figures(plots, training=False)
 
 
 def test_an_axis_with_one_value_is_not_plotted(tmp_path):
@@ -98,7 +175,10 @@ def test_an_axis_with_one_value_is_not_plotted(tmp_path):
         "jobs: nothing to compare.*" in text
     )
     for drawn in ("rf_edge_cut_vs_p.png", "epoch_time_vs_num_gpus.png", "peak_memory.png"):
-        assert (tmp_path / "out" / drawn).stat().st_size > 10_000, drawn
+        assert (tmp_path / "out" / drawn).is_file(), drawn
+    plots = figures(load_sweep(store.tracking_uri, store.experiment, store.sweep_id))
+    assert plots["f1_vs_sync_interval.png"].figure is None
+    check_sweep_figures(plots, sync_intervals=(1,))
 
 
 def _job_row(partitioner: str, p: int, **metrics) -> dict:
@@ -117,6 +197,8 @@ def test_bars_that_cannot_differ_are_left_out_with_a_note():
     plot = plot_peak_memory(rows)
     assert plot.figure is not None and len(plot.figure.axes) == 1  # the heap peak alone
     assert plot.figure.axes[0].get_ylabel() == "heap peak, memray (MB)"
+    heap = {"hash": 4.0, "ldg": 9.0, "spring": 40.0}
+    assert bars(plot.figure.axes[0]) == {"p=2": heap, "p=4": heap}
     assert plot.note == "max RSS (MB) not drawn: every bar within 2% of 501, nothing to compare"
 
     flat = [dict(row, partition_peak_mb=10.0) for row in rows]
@@ -128,6 +210,10 @@ def test_bars_that_cannot_differ_are_left_out_with_a_note():
     ]
     drawn = plot_peak_memory(apart)
     assert len(drawn.figure.axes) == 2  # RSS that differs is drawn, with what it measures
+    assert bars(drawn.figure.axes[1]) == {  # rows: spring p2, p4, hash p2, p4, ldg p2, p4
+        "p=2": {"spring": 300.0, "hash": 900.0, "ldg": 1500.0},
+        "p=4": {"spring": 600.0, "hash": 1200.0, "ldg": 1800.0},
+    }
     assert drawn.note.startswith("max RSS is the whole partition process's (interpreter")
 
 
@@ -144,7 +230,13 @@ def test_a_band_is_drawn_where_the_subtitle_promises_one():
     ]
     plot = plot_quality_vs_p(rows, axes=["partitioner.name", "p", "seed"])
     rf_panel = plot.figure.axes[0]
-    assert len(rf_panel.collections) >= 2  # spring's band, hash's error bar
+    assert lines(rf_panel) == {
+        "spring": pytest.approx({2.0: 1.205, 4.0: 1.405}),
+        "hash": pytest.approx({4.0: 1.405}),
+    }
+    ((low, high),) = bands(rf_panel)  # spring's: seed 0 to seed 1
+    assert (low, high) == (pytest.approx({2: 1.2, 4: 1.4}), pytest.approx({2: 1.21, 4: 1.41}))
+    assert whiskers(rf_panel) == [pytest.approx((4.0, 1.4, 1.41))]  # hash's lone point
     assert "band (error bar at a lone point): min to max over seed" in plot.figure.get_suptitle()
     steady = [dict(row, replication_factor=1.0 + int(row["p"]) / 10) for row in rows]
     assert (

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from test_end_to_end import gnnbench, runs
+from cli import gnnbench
+from test_end_to_end import runs
 
 from gnnbench import identity
 from gnnbench.identity import is_neutral, run_key, run_keys

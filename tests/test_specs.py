@@ -91,10 +91,11 @@ def test_a_key_added_later_changes_the_book_key_off_its_neutral_value(gnnbench_h
     ],
 )
 def test_shared_keys_live_once_in_the_shared_block(group, keys):
-    """conf/config.yaml's block holds them; a group file repeating one would be overridden."""
-    from gnnbench.paths import REPO_ROOT
+    """gnnbench/conf/config.yaml's block holds them; a group file repeating one would be
+    overridden."""
+    from gnnbench.paths import CONF_DIR
 
-    for path in sorted((REPO_ROOT / "conf" / group).glob("*.yaml")):
+    for path in sorted((CONF_DIR / group).glob("*.yaml")):
         text = path.read_text()
         for key in keys:
             assert f"\n{key}:" not in f"\n{text}", f"{path.name} repeats the shared key {key}"
@@ -149,7 +150,7 @@ def job_config(*overrides: str) -> dict:
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
-    from gnnbench.__main__ import CONF_DIR
+    from gnnbench.paths import CONF_DIR
 
     with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
         return OmegaConf.to_container(compose("config", overrides=list(overrides)), resolve=True)
@@ -218,7 +219,7 @@ def test_p_auto_passes_through():
 def test_an_unread_key_fails_the_job_before_any_stage(tmp_path, gnnbench_home, override, expected):
     """`+key=value` adds a key the composed config lacks (the command-line check leaves Hydra's
     `+` forms alone): JobSpec refuses it in one line, exit 2, before the data stage runs."""
-    from test_end_to_end import gnnbench
+    from cli import gnnbench
 
     completed = gnnbench(tmp_path, override, "train=none")
     assert completed.returncode == 2
@@ -366,7 +367,7 @@ def compose_cfg(*overrides: str):
     """The composed job config as Hydra hands it to the app (a DictConfig)."""
     from hydra import compose, initialize_config_dir
 
-    from gnnbench.__main__ import CONF_DIR
+    from gnnbench.paths import CONF_DIR
 
     with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
         return compose("config", overrides=list(overrides))

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+from cli import gnnbench
 
 TRAINING_ONLY = ("torch", "torch_geometric", "torch_scatter", "torch_sparse", "dgl")
 SMALL_GRAPH = ("dataset=synthetic", "dataset.num_nodes=2000", "dataset.feature_dim=8")
@@ -42,15 +41,8 @@ def watched_run(cwd: Path, log_dir: Path, *overrides: str) -> list[dict]:
     (hook / "sitecustomize.py").write_text(WATCHER)
     log_dir.mkdir()
     pythonpath = os.pathsep.join(filter(None, [str(hook), os.environ.get("PYTHONPATH")]))
-    env = {**os.environ, "PYTHONPATH": pythonpath, "GNNBENCH_IMPORT_LOG": str(log_dir)}
-    completed = subprocess.run(
-        [sys.executable, "-m", "gnnbench", *overrides, "train=none", "p=2"],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    env = {"PYTHONPATH": pythonpath, "GNNBENCH_IMPORT_LOG": str(log_dir)}
+    completed = gnnbench(cwd, *overrides, "train=none", "p=2", env=env)
     assert completed.returncode == 0, completed.stderr[-3000:]
     return [json.loads(path.read_text()) for path in sorted(log_dir.glob("*.json"))]
 
@@ -124,10 +116,9 @@ def test_use_tracking_uri_after_set_tracking_uri(tmp_path, mlflow_uri_state):
 
 
 def test_keys_of_the_primary_config_are_checked_without_composing(monkeypatch):
-    """p=, seed=, tracking.uri=, partitioner.<shared key>= are in conf/config.yaml itself: no
+    """p=, seed=, tracking.uri=, partitioner.<shared key>= are in gnnbench/conf/config.yaml itself: no
     Hydra composition before Hydra's own (a tenth of a second of every such run's start)."""
     from gnnbench import cli
-    from gnnbench.__main__ import CONF_DIR
     from gnnbench.errors import ConfigError
 
     def no_compose(*_args):
@@ -135,14 +126,15 @@ def test_keys_of_the_primary_config_are_checked_without_composing(monkeypatch):
 
     monkeypatch.setattr(cli, "_compose", no_compose)
     cli.check_overrides(
-        ["dataset=cora", "p=4", "seed=1", "tracking.uri=sqlite:///x.db", "partitioner.hops=2"],
-        CONF_DIR,
+        cli.HydraConfigs(
+            ["dataset=cora", "p=4", "seed=1", "tracking.uri=sqlite:///x.db", "partitioner.hops=2"]
+        )
     )
     monkeypatch.undo()
     with pytest.raises(ConfigError, match="p is a value"):  # not a key: the composed check says
-        cli.check_overrides(["p.x=1"], CONF_DIR)
+        cli.check_overrides(cli.HydraConfigs(["p.x=1"]))
     with pytest.raises(ConfigError, match="did you mean train.epochs"):
-        cli.check_overrides(["p=4", "train.epochz=3"], CONF_DIR)
+        cli.check_overrides(cli.HydraConfigs(["p=4", "train.epochz=3"]))
 
 
 def test_the_job_runs_with_the_collector_on(monkeypatch, tmp_path):

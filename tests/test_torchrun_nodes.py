@@ -3,13 +3,11 @@ train one grad_avg job and log one run: the multi-node launch, short of a second
 
 from __future__ import annotations
 
-import os
 import socket
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
+from cli import start
 from conftest import CORA, requires_dataset
 
 NODES = 2
@@ -21,14 +19,11 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def node_command(node_rank: int, port: int) -> list[str]:
-    """One node's torchrun; node 0 hosts the rendezvous store (is_host), node 1 joins it."""
-    torchrun = Path(sys.executable).with_name("torchrun")
-    return [str(torchrun), f"--nnodes={NODES}", f"--node_rank={node_rank}", "--nproc_per_node=1",
+def node_options(node_rank: int, port: int) -> list[str]:
+    """One node's torchrun options; node 0 hosts the rendezvous store (is_host), node 1 joins it."""
+    return [f"--nnodes={NODES}", f"--node_rank={node_rank}", "--nproc_per_node=1",
             "--rdzv_backend=c10d", f"--rdzv_endpoint=127.0.0.1:{port}", "--rdzv_id=gnnbench-nodes",
-            f"--rdzv_conf=is_host={int(node_rank == 0)}",
-            "-m", "gnnbench", "dataset=cora", "train=grad_avg", "train.epochs=2", f"num_gpus={NODES}",
-            "p=2"]  # fmt: skip
+            f"--rdzv_conf=is_host={int(node_rank == 0)}"]  # fmt: skip
 
 
 @requires_dataset(CORA)
@@ -36,18 +31,13 @@ def node_command(node_rank: int, port: int) -> list[str]:
 @pytest.mark.distributed
 def test_two_torchrun_nodes_train_one_grad_avg_job(tmp_path, gnnbench_home):
     port = free_port()
-    env = dict(os.environ, GLOO_SOCKET_IFNAME="lo")  # both "nodes" talk over loopback
+    loopback = {"GLOO_SOCKET_IFNAME": "lo"}  # both "nodes" talk over loopback
     nodes = [
-        subprocess.Popen(
-            node_command(rank, port),
-            cwd=tmp_path,
-            env=env,
-            text=True,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-        )  # fmt: skip
+        start(tmp_path, "dataset=cora", "train=grad_avg", "train.epochs=2", f"num_gpus={NODES}",
+              "p=2", torchrun=node_options(rank, port), env=loopback, text=True,
+              stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         for rank in range(NODES)
-    ]
+    ]  # fmt: skip
     outputs = []
     try:
         for node in nodes:

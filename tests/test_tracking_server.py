@@ -8,7 +8,6 @@ when its test ends (tests/tracking_server.py).
 from __future__ import annotations
 
 import csv
-import os
 import sqlite3
 import subprocess
 import sys
@@ -16,8 +15,8 @@ import time
 from pathlib import Path
 
 import pytest
+from cli import gnnbench, start
 from conftest import CORA, requires_dataset
-from test_end_to_end import gnnbench
 from tracking_server import TrackingServer, free_port
 
 from gnnbench.errors import TrackingError
@@ -119,9 +118,8 @@ def test_server_killed_mid_sweep_then_resume(tmp_path, gnnbench_home):
     resume with the server back completes the sweep with no job lost or run twice."""
     store = tmp_path / "store"
     with TrackingServer(store) as server:
-        command = [sys.executable, "-m", "gnnbench", *SWEEP, f"tracking.uri={server.url}"]
-        sweep = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.PIPE, text=True,
-                                 stderr=subprocess.STDOUT, env=os.environ.copy())  # fmt: skip
+        sweep = start(tmp_path, *SWEEP, f"tracking.uri={server.url}", stdout=subprocess.PIPE,
+                      text=True, stderr=subprocess.STDOUT)  # fmt: skip
         lines = []  # Hydra's job log (on stdout) and gnnbench's own lines (stderr)
         try:
             for line in sweep.stdout:

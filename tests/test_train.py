@@ -166,6 +166,42 @@ def test_f1_from_counts_matches_hand_computation():
     assert f1_scores(multi) == pytest.approx((4 / 6, (2 / 3 + 2 / 3) / 2))
 
 
+def sklearn_f1(prediction: np.ndarray, target: np.ndarray) -> tuple[float, float]:
+    """sklearn's (micro, macro) F1 over the labels that occur in the truth or the predictions
+    (for single-label data sklearn's own default; a multi-label column empty in both is left
+    out, as gnnbench's macro-F1 leaves it)."""
+    from sklearn.metrics import f1_score
+
+    if target.ndim == 2:
+        labels = np.flatnonzero(target.any(axis=0) | prediction.any(axis=0))
+    else:
+        labels = np.union1d(target, prediction)
+    return tuple(
+        f1_score(target, prediction, average=average, labels=labels, zero_division=0)
+        for average in ("micro", "macro")
+    )
+
+
+@pytest.mark.parametrize("multilabel", [True, False], ids=["multilabel", "single-label"])
+def test_f1_from_counts_matches_sklearn(multilabel):
+    """Random predictions against random truth, 5 classes of which the last is never predicted
+    nor true: the F1 from summed confusion counts is sklearn's, and counts of two halves added
+    (as ranks all-reduce them) give the F1 of the whole."""
+    rng = np.random.default_rng(7)
+    if multilabel:
+        target = (rng.random((200, 5)) < [0.5, 0.3, 0.1, 0.7, 0]).astype(np.uint8)
+        prediction = (rng.random((200, 5)) < [0.4, 0.4, 0.2, 0.6, 0]).astype(np.uint8)
+    else:
+        target, prediction = rng.integers(0, 4, 200), rng.integers(0, 4, 200)
+    halves = [
+        confusion_counts(torch.from_numpy(prediction[part]), torch.from_numpy(target[part]), 5)
+        for part in (slice(0, 120), slice(120, None))
+    ]
+    expected = sklearn_f1(prediction, target)
+    assert f1_scores(halves[0] + halves[1]) == pytest.approx(expected, abs=1e-12)
+    assert expected[0] != pytest.approx(expected[1])  # micro and macro differ: each is checked
+
+
 def test_weighted_average_of_two_states():
     first = {"w": torch.tensor([1.0, 2.0]), "steps": torch.tensor(7)}
     second = {"w": torch.tensor([5.0, 10.0]), "steps": torch.tensor(9)}
@@ -228,14 +264,34 @@ def test_centralized_run(graph, model):
     assert result.history[-1]["train_loss"] < result.history[0]["train_loss"]
 
 
-def test_centralized_multilabel(tmp_path):
-    store = community_store(tmp_path / "multi", num_nodes=120, multilabel=True)
+def test_centralized_multilabel_f1_is_sklearns_on_its_predictions(tmp_path, monkeypatch):
+    """A trained multi-label model: every epoch's val micro-F1 and the test micro- and macro-F1
+    it reports are sklearn's on the 0/1 predictions its evaluation counted (the two splits told
+    apart by their sizes, 20 and 19 nodes)."""
+    from gnnbench.train import evaluation
+
+    store = community_store(tmp_path / "multi", num_nodes=130, multilabel=True)
+    split = {len(ids): key for key, ids in store.split().items() if key != "train"}
+    assert sorted(split) == [19, 20]
+    counted: dict[str, list] = {"val": [], "test": []}
+
+    def counting(prediction, target, num_classes):
+        counted[split[len(target)]].append((prediction.numpy().copy(), target.numpy().copy()))
+        return confusion_counts(prediction, target, num_classes)
+
+    monkeypatch.setattr(evaluation, "confusion_counts", counting)
     result = run_training(
         store_path=store.path,
         book_path=None,
         spec=spec({"mode": "centralized", **FAST, "epochs": 2}),
     )
     check_result(result, 2)
+    assert len(counted["val"]) == len(counted["test"]) == 2  # one evaluation per epoch
+    val = [sklearn_f1(prediction, target)[0] for prediction, target in counted["val"]]
+    assert [entry["val_f1_micro"] for entry in result.history] == pytest.approx(val, abs=1e-12)
+    test = sklearn_f1(*counted["test"][result.best_epoch - 1])
+    assert (result.test_f1_micro, result.test_f1_macro) == pytest.approx(test, abs=1e-12)
+    assert 0 < result.test_f1_micro < 1  # neither nothing nor everything predicted right
 
 
 @pytest.mark.distributed

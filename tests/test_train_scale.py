@@ -17,10 +17,11 @@ from gnnbench.data.datasets import prepare_dataset
 from gnnbench.partition.num_parts import MemoryBudget, auto_num_parts, graph_bytes
 from gnnbench.partition.spec import PartitionSpec
 from gnnbench.partition.stage import run_partition_stage
+from gnnbench.paths import CONF_DIR
 from gnnbench.train.runner import run_training
 from gnnbench.train.spec import spec_from_conf
 
-DATASET_CONF = Path(__file__).resolve().parents[1] / "conf" / "dataset"
+DATASET_CONF = CONF_DIR / "dataset"
 SAGE = {"name": "sage", "layers": 2, "hidden": 32}
 M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter
 SHORT = {"mode": "model_avg", "epochs": 1, "batches_per_epoch": 2, "fanouts": [5, 5]}

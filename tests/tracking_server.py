@@ -7,13 +7,13 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
 from pathlib import Path
 
 import pytest
+from cli import start
 
 START_S = 60  # bound on waiting for the server to answer /health
 
@@ -39,10 +39,12 @@ class TrackingServer:
         self.proc: subprocess.Popen | None = None
 
     def __enter__(self) -> TrackingServer:
-        command = [sys.executable, "-m", "gnnbench", "server", "--store", str(self.store)]
+        where = ["--store", str(self.store), "--host", "127.0.0.1", "--port", str(self.port)]
         with self.log.open("wb") as log:
-            self.proc = subprocess.Popen(
-                [*command, "--host", "127.0.0.1", "--port", str(self.port)],
+            self.proc = start(
+                self.store.parent,
+                "server",
+                *where,
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,  # uvicorn's worker goes down with the group

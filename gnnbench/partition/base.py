@@ -44,7 +44,7 @@ class PartitionResult:
 # and `nested_spec(**keywords)`, for a partitioner that runs another (quotient): that other one's
 # PartitionSpec, whose identity and code version enter the book's (gnnbench.identity).
 # Its signature is `fn(store, p, seed, *, <own keys>)`: keyword-only parameters without defaults,
-# which conf/partitioner/<name>.yaml supplies (gnnbench/partition/spec.py checks them).
+# which gnnbench/conf/partitioner/<name>.yaml supplies (gnnbench/partition/spec.py checks them).
 PartitionFn = Callable[..., PartitionResult]
 PARTITIONERS: Registry[PartitionFn] = Registry(
     "partitioner", "gnnbench.partition.algorithms", "partitioner.name"

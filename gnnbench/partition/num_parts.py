@@ -17,9 +17,9 @@ from typing import Any
 
 from gnnbench.errors import ConfigError
 
-# The partitioned modes' YAML (conf/train/{model_avg,grad_avg}.yaml) sets the budget; train=none
-# has none (adding it would change a partition-only run's logged params and p=auto run_key), so a
-# train group without the keys (train=none, a plugin mode) gets these.
+# The partitioned modes' YAML (gnnbench/conf/train/{model_avg,grad_avg}.yaml) sets the budget;
+# train=none has none (adding it would change a partition-only run's logged params and p=auto
+# run_key), so a train group without the keys (train=none, a plugin mode) gets these.
 UNSET_WORKER_MEM_GB = 4.0
 UNSET_COMPUTE_FRACTION = 2 / 3
 

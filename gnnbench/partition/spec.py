@@ -1,9 +1,9 @@
 """PartitionSpec: the `partitioner` config, checked once against the algorithm's own signature.
 
 The shared keys (k of the k-hop partitions, the streamed chunk size, the memory cap, the balance
-bound, the refinement passes) live once in conf/config.yaml's `partitioner:` block; the
+bound, the refinement passes) live once in gnnbench/conf/config.yaml's `partitioner:` block; the
 algorithm's own keys are the keyword-only parameters of its registered function, which has no
-defaults of its own: conf/partitioner/<name>.yaml supplies every one.
+defaults of its own: gnnbench/conf/partitioner/<name>.yaml supplies every one.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from gnnbench.errors import ConfigError
 from gnnbench.partition.base import PARTITIONERS, PartitionFn, PartitionResult
 from gnnbench.spec_keys import ReadOnlyMap, check_keys, plain, whole_at_least
 
-# Keys of the shared block (conf/config.yaml); a partitioner function taking one of them as a
-# keyword (chunk_edges) receives the shared value.
+# Keys of the shared block (gnnbench/conf/config.yaml); a partitioner function taking one of them
+# as a keyword (chunk_edges) receives the shared value.
 SHARED_KEYS = ("hops", "chunk_edges", "memory_limit_gb", "max_vertex_balance", "refine_passes")
 SHARED_KEYS += ("refine_objective", "feature_rows")
 # Shared keys that change whether a partition runs or what is reported, never the book itself.
@@ -86,8 +86,9 @@ class PartitionSpec:
 
     @classmethod
     def defaults(cls, name: str, **overrides: Any) -> PartitionSpec:
-        """conf/partitioner/<name>.yaml under conf/config.yaml's shared block, with overrides:
-        what Hydra composes for `partitioner=<name> partitioner.<key>=<value>...`."""
+        """gnnbench/conf/partitioner/<name>.yaml under gnnbench/conf/config.yaml's shared block,
+        with overrides: what Hydra composes for
+        `partitioner=<name> partitioner.<key>=<value>...`."""
         return cls.from_config({**default_config(name), **overrides})
 
     def to_config(self) -> dict[str, Any]:
@@ -132,19 +133,19 @@ def check_choice(key: str, value: Any, choices: tuple[str, ...]) -> str:
 
 
 def default_config(name: str) -> dict[str, Any]:
-    """The shared block of conf/config.yaml merged over conf/partitioner/<name>.yaml (Hydra's
-    order: the primary config's `_self_` comes after the groups); `name` may be a preset."""
+    """The shared block of gnnbench/conf/config.yaml merged over
+    gnnbench/conf/partitioner/<name>.yaml (Hydra's order: the primary config's `_self_` comes after
+    the groups); `name` may be a preset."""
     from omegaconf import OmegaConf
 
-    from gnnbench.paths import REPO_ROOT
+    from gnnbench.paths import CONF_DIR as conf
 
-    conf = REPO_ROOT / "conf"
     shared = OmegaConf.load(conf / "config.yaml")["partitioner"]
     return plain(OmegaConf.merge(_group_file(conf / "partitioner", name), shared))
 
 
 def _group_file(group: Path, name: str) -> Any:
-    """conf/partitioner/<name>.yaml over the files its `defaults` list extends (a preset such as
+    """gnnbench/conf/partitioner/<name>.yaml over the files its `defaults` list extends (a preset such as
     quotient_best.yaml: `defaults: [quotient, _self_]` and the keys it changes), as Hydra
     composes a group file extending another of its group."""
     from omegaconf import OmegaConf

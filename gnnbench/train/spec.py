@@ -1,5 +1,5 @@
 """The train and model config groups parsed once into frozen specs (no defaults here: they live in
-conf/shared/train.yaml, conf/train/*.yaml, conf/model/*.yaml and conf/config.yaml).
+gnnbench/conf/: shared/train.yaml, train/*.yaml, model/*.yaml and config.yaml).
 
 A `TrainSpec` also carries the job axes training reads (sync_interval, seed, num_gpus as
 num_workers), so nothing travels as a bare positional number.
@@ -119,7 +119,7 @@ class TrainSpec:
     timeout_s: float
     worker_mem_gb: float | None  # p=auto's budget (partitioned modes)
     compute_mem_fraction: float | None
-    optimizer_state: str | None  # model_avg: local | reset | average (conf/train/model_avg.yaml)
+    optimizer_state: str | None  # local | reset | average (gnnbench/conf/train/model_avg.yaml)
     sync_interval: int  # the job axes training reads
     seed: int
     num_workers: int  # num_gpus
@@ -200,9 +200,8 @@ def spec_from_conf(
     benchmarks and scripts that train without Hydra."""
     from omegaconf import OmegaConf
 
-    from gnnbench.paths import REPO_ROOT
+    from gnnbench.paths import CONF_DIR as conf
 
-    conf = REPO_ROOT / "conf"
     top = OmegaConf.to_container(OmegaConf.load(conf / "config.yaml"))
     model = dict(model or {})
     choices = {key: value for item in top["defaults"] if isinstance(item, dict)

@@ -1,7 +1,7 @@
 """The keys of a generated dataset (synthetic, geometric): numbers whose defaults live in one YAML.
 
 A generator states its keys as a frozen dataclass of int and float fields without defaults; a key
-left out of the dataset config, or null, takes the value of conf/dataset/<defaults>.yaml.
+left out of the dataset config, or null, takes the value of gnnbench/conf/dataset/<defaults>.yaml.
 """
 
 from __future__ import annotations
@@ -18,12 +18,12 @@ Params = TypeVar("Params")
 
 @cache
 def yaml_defaults(config_name: str) -> dict[str, Any]:
-    """conf/dataset/<config_name>.yaml as a dict (read once)."""
+    """gnnbench/conf/dataset/<config_name>.yaml as a dict (read once)."""
     from omegaconf import OmegaConf
 
-    from gnnbench.paths import REPO_ROOT
+    from gnnbench.paths import CONF_DIR
 
-    path = REPO_ROOT / "conf" / "dataset" / f"{config_name}.yaml"
+    path = CONF_DIR / "dataset" / f"{config_name}.yaml"
     return OmegaConf.to_container(OmegaConf.load(path))
 
 

@@ -39,7 +39,7 @@ from gnnbench.progress import progress
 
 @dataclass(frozen=True)
 class GeometricParams:
-    """The generator's config keys; their defaults live in conf/dataset/rgg.yaml only."""
+    """The generator's config keys; their defaults live in gnnbench/conf/dataset/rgg.yaml only."""
 
     num_nodes: int
     avg_degree: float
@@ -53,7 +53,7 @@ class GeometricParams:
     @classmethod
     def from_config(cls, dataset: Mapping[str, Any]) -> GeometricParams:
         """The keys of the dataset config, converted and checked; a key left out or null takes
-        conf/dataset/rgg.yaml's value."""
+        gnnbench/conf/dataset/rgg.yaml's value."""
         params = generator_params(cls, dataset, "rgg")
         for key, ok in {
             "num_nodes": params.num_nodes >= 1,

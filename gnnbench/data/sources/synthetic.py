@@ -6,7 +6,8 @@ inside the source's community, else ∝ weight among all nodes. Features are the
 unit mean vector plus Gaussian noise of scale `feature_noise`, so features alone are only
 moderately predictive and the neighbourhood carries the rest of the signal. Memory per chunk is
 O(chunk_edges); the node arrays are O(N) (~72 bytes per node). With feature_dim=0 only structure
-and labels are written, so a 1 B-edge graph (conf/experiment/billion.yaml) never holds its edges.
+and labels are written, so a 1 B-edge graph (gnnbench/conf/experiment/billion.yaml) never holds
+its edges.
 Features are written a 64 MB row block at a time once the edges are canonical (the raw edge
 file and the import's bucket files are then gone, so the disk never holds both), with the node
 arrays of the edge sampler already released: memory is the labels (8 bytes per node) and one
@@ -34,7 +35,8 @@ from gnnbench.progress import progress
 
 @dataclass(frozen=True)
 class SbmParams:
-    """The generator's config keys; their defaults live in conf/dataset/synthetic.yaml only."""
+    """The generator's config keys; their defaults live in gnnbench/conf/dataset/synthetic.yaml
+    only."""
 
     num_nodes: int
     avg_degree: float
@@ -49,7 +51,7 @@ class SbmParams:
     @classmethod
     def from_config(cls, dataset: Mapping[str, Any]) -> SbmParams:
         """The generator's keys of the dataset config, converted to the field's type and checked;
-        a key left out or null takes conf/dataset/synthetic.yaml's value."""
+        a key left out or null takes gnnbench/conf/dataset/synthetic.yaml's value."""
         params = generator_params(cls, dataset, "synthetic")
         params.validate()
         return params

@@ -23,7 +23,7 @@ MODELS: Registry[ModelBuilder] = Registry("model", "gnnbench.train.models", "mod
 
 def layer_dims(in_dim: int, out_dim: int, config: Mapping[str, Any]) -> list[int]:
     """[in, hidden, ..., hidden, out] for config.layers layers of width config.hidden."""
-    layers, hidden = config["layers"], config["hidden"]  # defaults: conf/model/*.yaml
+    layers, hidden = config["layers"], config["hidden"]  # defaults: gnnbench/conf/model/*.yaml
     for key, value in (("layers", layers), ("hidden", hidden)):
         whole_at_least(f"model.{key}", value, 1)
     return [in_dim] + [hidden] * (layers - 1) + [out_dim]
