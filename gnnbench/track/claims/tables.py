@@ -13,6 +13,7 @@ from gnnbench.identity import KEYS_ADDED_LATER, as_text
 
 
 def has_columns(frame: pd.DataFrame, *columns: str) -> bool:
+    """Whether there are runs and they hold every column (a judge's runs are there)."""
     return not frame.empty and all(column in frame for column in columns)
 
 
