@@ -1,6 +1,6 @@
 """Append SPRING-vs-others replication factor ratios to docs/partition_quality.md (from its CSV).
 
-python scripts/partition_quality_summary.py     # after python -m gnnbench.track.report ... --out docs/partition_quality.md
+python scripts/partition_quality_summary.py     # after python -m gnnbench report ... --out docs/partition_quality.md
 """
 
 from __future__ import annotations
