@@ -1,4 +1,5 @@
-"""The GraphSAGE settings the framework comparison shares, and the call of the DGL driver.
+"""The GraphSAGE settings the framework comparison shares (kept in
+gnnbench/track/report/framework_parity.py), and the call of the DGL driver.
 
 bench/test_framework_epoch.py (speed) and scripts/framework_parity.py (accuracy) train the same
 pipeline in gnnbench, PyG and DGL; DGL runs in its own environment (its own torch) through
@@ -14,11 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-FANOUTS = [25, 10]
-BATCH_SIZE = 512
-HIDDEN = 256
-DROPOUT = 0.5
-LR = 0.01
+from gnnbench.track.report.framework_parity import BATCH_SIZE, DROPOUT, FANOUTS, HIDDEN, LR
+
 DGL_DRIVER = Path(__file__).resolve().parent / "framework_epoch_dgl.py"
 
 

@@ -168,10 +168,10 @@ def main() -> None:
 
     from gnnbench.track.sweep import ACTIVE, SETUP_ERRORS
 
-    if sys.argv[1:2] == ["report"]:  # `gnnbench report [--sweep-id ID]`: the sweep report
+    if sys.argv[1:2] == ["report"]:  # `gnnbench report ...`: a sweep's report or a table
         from gnnbench.track.report import main as report_main
 
-        sys.exit(report_main(sys.argv[2:], sweep_by_default=True))
+        sys.exit(report_main(sys.argv[2:]))
     if sys.argv[1:2] == ["server"]:  # `gnnbench server [--store DIR]`: a tracking server
         from gnnbench.track.server import main as server_main
 

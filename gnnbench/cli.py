@@ -31,6 +31,7 @@ usage:
   python -m gnnbench [KEY=VALUE ...]             one run (embedded defaults: synthetic, spring, p=4)
   python -m gnnbench -m KEY=A,B KEY=C,D ...      a sweep: every combination, one MLflow run each
   python -m gnnbench report [--sweep-id ID]      table, CSV and plots of a sweep (the latest)
+  python -m gnnbench report --experiment NAME --out FILE   a whole experiment's table
   python -m gnnbench setup pyg_metis|distdgl_metis|all   set up the in-memory METIS baselines
   python -m gnnbench server [--store DIR] [--host H] [--port N]   an MLflow tracking server
 

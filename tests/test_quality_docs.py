@@ -1,18 +1,14 @@
 """The figures the partition quality docs report: best balanced configuration per cell, one
-configuration across cells, the Walshaw table (scripts/partition_quality_streaming.py, walshaw.py)."""
+configuration across cells, the Walshaw table (gnnbench/track/report/streaming_quality.py,
+walshaw.py)."""
 
 from __future__ import annotations
-
-import sys
 
 import pandas as pd
 import pytest
 
-from gnnbench.paths import REPO_ROOT
-
-sys.path.insert(0, str(REPO_ROOT / "scripts"))
-import partition_quality_streaming as quality  # noqa: E402
-import walshaw  # noqa: E402
+from gnnbench.track.report import streaming_quality as quality
+from gnnbench.track.report import walshaw
 
 
 def _runs() -> pd.DataFrame:

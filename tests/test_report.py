@@ -20,7 +20,6 @@ from sweep_fixtures import (
     expected_metrics,
 )
 
-from gnnbench.report import main as report_module_main
 from gnnbench.track.report import (
     PLOTS,
     figures,
@@ -257,7 +256,7 @@ def test_sweep_by_id_and_errors(small_sweep_store, tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert err.startswith("gnnbench report: error: no parent run of a sweep 'nope'")
     assert "\n" not in err
-    assert main(["--tracking-uri", store.tracking_uri, "--experiment", "missing"]) == 2
+    assert main(["--tracking-uri", store.tracking_uri, "--experiment", "missing", "--table"]) == 2
     assert "no experiment 'missing'" in capsys.readouterr().err
     missing = tmp_path / "nowhere.db"
     assert main(["--tracking-uri", f"sqlite:///{missing}", "--latest-sweep"]) == 2
@@ -268,15 +267,22 @@ def test_sweep_by_id_and_errors(small_sweep_store, tmp_path, capsys):
 def test_cli_modes(small_sweep_store, tmp_path, capsys, monkeypatch):
     store = small_sweep_store
     monkeypatch.chdir(tmp_path)
-    # `python -m gnnbench.report`: the latest sweep, into reports/<sweep_id>, table on stdout.
-    assert report_module_main(["--tracking-uri", store.tracking_uri, "--no-log"]) == 0
+    # `python -m gnnbench report`: the latest sweep, into reports/<sweep_id>, table on stdout.
+    assert main(["--tracking-uri", store.tracking_uri, "--no-log"]) == 0
     assert "| spring | 2 | 1 | 1 | FINISHED |" in capsys.readouterr().out
     assert (tmp_path / "reports" / store.sweep_id / "report.csv").is_file()
 
     # Table mode of the whole experiment (docs/partition_quality.md): parent runs are left out,
     # the lone run and the older sweep's job are in.
+    argv = ["--tracking-uri", store.tracking_uri, "--experiment", store.experiment]
+    assert main([*argv, "--table"]) == 0  # printed only
+    printed = capsys.readouterr().out
+    assert "| ldg |" in printed and "| grem |" in printed
+    assert not (tmp_path / "docs").exists()
+    with pytest.raises(SystemExit):  # table and sweep mode at once: a usage error
+        main([*argv, "--table", "--sweep-id", store.sweep_id])
     out = tmp_path / "docs" / "table.md"
-    argv = ["--tracking-uri", store.tracking_uri, "--experiment", store.experiment, "--out"]
+    argv = [*argv, "--out"]
     assert main([*argv, str(out)]) == 0
     with open(out.with_suffix(".csv"), newline="") as handle:
         rows = list(csv.DictReader(handle))

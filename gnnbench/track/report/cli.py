@@ -1,16 +1,16 @@
 """Reports from MLflow runs: a sweep's metrics grouped by its swept axes, as Markdown, CSV and plots.
 
-    python -m gnnbench.report                                   # the latest sweep, into reports/
-    python -m gnnbench.report --sweep-id 3f2a9c0d1e2b4a5f --out-dir reports/x
-    python -m gnnbench.track.report --experiment partition_quality --out docs/partition_quality.md
+    python -m gnnbench report                                   # the latest sweep, into reports/
+    python -m gnnbench report --sweep-id 3f2a9c0d1e2b4a5f --out-dir reports/x
+    python -m gnnbench report --experiment partition_quality --out docs/partition_quality.md
 
-Sweep mode (`--sweep-id`, `--latest-sweep`, `--out-dir`; the default of `python -m gnnbench.report`)
+The one report entry point. Sweep mode (`--sweep-id`, `--latest-sweep`, `--out-dir`; the default)
 finds the sweep's parent run, takes the newest run of each of its jobs (its children, and the
 FINISHED runs of jobs resume skipped), and writes `report.md`, `report.csv` and up to four PNG plots
 (RF and edge cut vs p, peak memory per partitioner, F1 vs sync interval, epoch time vs num_gpus;
 one only where its axis took two values or more) to reports/<sweep_id> (the place the end of a
-sweep writes it too), and logs them as artifacts of the parent run under `report/`. Table mode (`--out`, the default of `python -m gnnbench.track.report`) tabulates
-the newest FINISHED run per axes combination of a whole experiment. Every figure comes from a
+sweep writes it too), and logs them as artifacts of the parent run under `report/`. Table mode
+(`--table` prints it, `--out` writes it too) tabulates the newest FINISHED run per axes combination of a whole experiment. Every figure comes from a
 logged run; nothing is typed by hand.
 """
 
@@ -71,9 +71,9 @@ def report_sweep(
     return md_path
 
 
-def _parser(sweep_by_default: bool) -> argparse.ArgumentParser:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m gnnbench.report" if sweep_by_default else "python -m gnnbench.track.report",
+        prog="python -m gnnbench report",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -91,6 +91,7 @@ def _parser(sweep_by_default: bool) -> argparse.ArgumentParser:
         "--no-log", action="store_true", help="do not log the report on the parent run"
     )
     tab = parser.add_argument_group("table mode (a whole experiment)")
+    tab.add_argument("--table", action="store_true", help="print the experiment's table")
     tab.add_argument("--axes", default=",".join(DEFAULT_AXES), help="comma-separated param names")
     tab.add_argument(
         "--metrics", default=",".join(DEFAULT_METRICS), help="comma-separated metric names"
@@ -112,23 +113,24 @@ def _table_mode(args: argparse.Namespace) -> None:
         header = f"# {args.title}\n\n" if args.title else ""
         source = (
             f"Generated from MLflow experiment `{args.experiment}` by "
-            "`python -m gnnbench.track.report`.\n\n"
+            "`python -m gnnbench report`.\n\n"
         )
         args.out.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_bytes(args.out, (header + source + text).encode())
         write_csv(rows, [*axes, *metrics], args.out.with_suffix(".csv"))
 
 
-def main(argv: list[str] | None = None, sweep_by_default: bool = False) -> int:
+def main(argv: list[str] | None = None) -> int:
     """The report command: sweep mode (a sweep's report files) or table mode (an experiment's
     table); exit status 2 with one line for a missing store, experiment or sweep."""
-    parser = _parser(sweep_by_default)
+    parser = _parser()
     args = parser.parse_args(argv)
     sweep_mode = args.sweep_id or args.latest_sweep or args.out_dir is not None
-    if sweep_mode and args.out:
-        parser.error("--out is table mode; use --out-dir with --sweep-id/--latest-sweep")
+    table_mode = args.table or args.out is not None
+    if sweep_mode and table_mode:
+        parser.error("--table/--out are table mode; use --out-dir with --sweep-id/--latest-sweep")
     try:
-        if sweep_mode or (sweep_by_default and not args.out):
+        if not table_mode:
             path = report_sweep(
                 args.tracking_uri,
                 args.experiment,

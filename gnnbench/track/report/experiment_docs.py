@@ -1,4 +1,5 @@
-"""What the table scripts share: run experiment sweeps, then read them back from the MLflow store."""
+"""What the experiment table docs share (scripts/baseline_memory.py, computation_cost.py,
+training_modes.py): their command line, the sweeps they run, and writing a doc with its CSV."""
 
 from __future__ import annotations
 
