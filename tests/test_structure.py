@@ -15,9 +15,6 @@ PACKAGE = Path(__file__).resolve().parent.parent / "gnnbench"
 SCRIPTS = PACKAGE.parent / "scripts"
 MAX_MODULE_LINES = 400
 MAX_SCRIPTS_LINES = 1000
-# Still library code here: branch claimspkg moves it into gnnbench/track/claims/ (issue 29); remove
-# this exemption when that branch is merged.
-SCRIPTS_EXEMPT = {"claims.py"}
 MAX_FUNCTION_LINES = 60
 KERNEL_DECORATORS = {"njit", "jit"}
 
@@ -28,8 +25,8 @@ def modules(package: Path = PACKAGE) -> list[Path]:
 
 
 def scripts() -> list[Path]:
-    """The command lines of scripts/, but those exempt."""
-    return sorted(path for path in SCRIPTS.glob("*.py") if path.name not in SCRIPTS_EXEMPT)
+    """The command lines of scripts/."""
+    return sorted(SCRIPTS.glob("*.py"))
 
 
 def line_count(path: Path) -> int:
