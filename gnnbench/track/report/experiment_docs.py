@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -22,13 +23,14 @@ def table_arguments(description: str | None) -> argparse.Namespace:
     return parser.parse_args()
 
 
-def sweep(*experiments: str, may_fail: bool = False) -> None:
-    """`python -m gnnbench -m experiment=<name>` for each (a resumed sweep skips finished jobs).
+def sweep(*experiments: str, may_fail: bool = False, overrides: Sequence[str] = ()) -> None:
+    """`python -m gnnbench -m experiment=<name> [overrides]` for each (a resumed sweep skips
+    finished jobs).
 
     `may_fail`: the sweep's jobs are expected to fail (a memory cap), so its exit status is not 0.
     """
     for experiment in experiments:
-        command = [sys.executable, "-m", "gnnbench", "-m", f"experiment={experiment}"]
+        command = [sys.executable, "-m", "gnnbench", "-m", f"experiment={experiment}", *overrides]
         print("$", " ".join(command[1:]), flush=True)
         subprocess.run(command, cwd=REPO_ROOT, check=not may_fail)
 

@@ -1,0 +1,40 @@
+"""Partition quality and memory at scale on the random geometric graph -> docs/rgg_scale.md (+ .csv).
+
+    python scripts/rgg_scale.py                        # 1 M and 10 M nodes (about 10 M, 100 M edges)
+    python scripts/rgg_scale.py --nodes 100000000      # about 1 B edges (hours, ~40 GB of disk)
+    python scripts/rgg_scale.py --no-sweep             # only rebuild the doc from the MLflow store
+
+Per size, `python -m gnnbench -m experiment=rgg_scale dataset.num_nodes=N` (every partitioner of
+its sweep under partitioner.memory_limit_gb=16; one that does not fit ends FAILED out of memory,
+so the sweep's exit status is not 0), then KaMinPar's terapart context, a key of its own. A
+resumed sweep skips finished jobs. Sizes in --not-run are listed in the doc with the reason.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from gnnbench.paths import REPO_ROOT
+from gnnbench.track.report import rgg_scale
+from gnnbench.track.report.experiment_docs import sweep
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nodes", type=float, nargs="*", default=[1e6, 1e7])
+    parser.add_argument("--no-sweep", action="store_true", help="only rebuild the doc")
+    parser.add_argument("--tracking-uri", default=f"sqlite:///{REPO_ROOT / 'mlflow.db'}")
+    parser.add_argument("--not-run", nargs="*", default=[], metavar="NODES=REASON")
+    args = parser.parse_args()
+    uri = [f"tracking.uri={args.tracking_uri}"]
+    for nodes in [] if args.no_sweep else map(int, args.nodes):
+        size = [f"dataset.num_nodes={nodes}", *uri]
+        sweep(rgg_scale.EXPERIMENT, may_fail=True, overrides=size)
+        terapart = ["partitioner=kaminpar", "partitioner.context=terapart"]
+        sweep(rgg_scale.EXPERIMENT, may_fail=True, overrides=[*size, *terapart])
+    reasons = dict(value.split("=", 1) for value in args.not_run)
+    rgg_scale.write_doc(args.tracking_uri, {int(float(k)): v for k, v in reasons.items()})
+
+
+if __name__ == "__main__":
+    main()
