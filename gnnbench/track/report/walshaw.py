@@ -42,6 +42,7 @@ CONFIGS: dict[str, tuple[str, dict]] = {
     "ldg passes=3 refine=10": ("ldg", {"passes": 3, **REFINE}),
     "grem refine=10": ("grem", REFINE),
     "quotient grem refine=10": ("quotient", {"base": "grem", "base_keys": {}, **REFINE}),
+    "quotient_best": ("quotient_best", {}),
 }
 
 CHUNK_FRACTIONS = (0.1, 0.01)
