@@ -3,6 +3,7 @@
     python scripts/rgg_scale.py                        # 1 M and 10 M nodes (about 10 M, 100 M edges)
     python scripts/rgg_scale.py --nodes 100000000      # about 1 B edges (hours, ~40 GB of disk)
     python scripts/rgg_scale.py --no-sweep             # only rebuild the doc from the MLflow store
+    python scripts/rgg_scale.py --nodes 10000000 --partitioners metis,kaminpar,ldg   # a subset
 
 Per size, `python -m gnnbench -m experiment=rgg_scale dataset.num_nodes=N` (every partitioner of
 its sweep under partitioner.memory_limit_gb=16; one that does not fit ends FAILED out of memory,
@@ -25,11 +26,13 @@ def main() -> None:
     parser.add_argument("--no-sweep", action="store_true", help="only rebuild the doc")
     parser.add_argument("--tracking-uri", default=f"sqlite:///{REPO_ROOT / 'mlflow.db'}")
     parser.add_argument("--not-run", nargs="*", default=[], metavar="NODES=REASON")
+    parser.add_argument("--partitioners", help="comma-separated (default: the experiment's sweep)")
     args = parser.parse_args()
     uri = [f"tracking.uri={args.tracking_uri}"]
     for nodes in [] if args.no_sweep else map(int, args.nodes):
         size = [f"dataset.num_nodes={nodes}", *uri]
-        sweep(rgg_scale.EXPERIMENT, may_fail=True, overrides=size)
+        chosen = [f"partitioner={args.partitioners}"] if args.partitioners else []
+        sweep(rgg_scale.EXPERIMENT, may_fail=True, overrides=[*size, *chosen])
         terapart = ["partitioner=kaminpar", "partitioner.context=terapart"]
         sweep(rgg_scale.EXPERIMENT, may_fail=True, overrides=[*size, *terapart])
     reasons = dict(value.split("=", 1) for value in args.not_run)

@@ -38,6 +38,7 @@ def test_small_sweep_to_doc(tmp_path, gnnbench_home, monkeypatch):
     assert frame.set_index("config").loc["hash", "error"].strip() != ""
     text = (tmp_path / "rgg_scale.md").read_text()
     assert "## 3,000 nodes" in text and "## 100,000,000 nodes: not run" in text
+    assert "Not run at this size: kahip, spring, fennel, quotient." in text
     best = finished.loc[["metis", "kaminpar default"], "edge_cut"].min()
     ratio = finished.loc["quotient_best", "edge_cut"] / best
     assert f"`quotient_best`: cut {ratio:.3f}x" in text

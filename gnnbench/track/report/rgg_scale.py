@@ -97,6 +97,21 @@ def size_table(frame: pd.DataFrame) -> list[str]:
     return lines
 
 
+def swept() -> list[str]:
+    """The partitioners experiment=rgg_scale sweeps (its hydra.sweeper.params)."""
+    import yaml
+
+    config = yaml.safe_load((CONF_DIR / "experiment" / f"{EXPERIMENT}.yaml").read_text())
+    return str(config["hydra"]["sweeper"]["params"]["partitioner"]).split(",")
+
+
+def missing_line(frame: pd.DataFrame) -> str | None:
+    """The swept partitioners without a run at this size (left out by --partitioners)."""
+    names = {label.split()[0] for label in frame["config"]} | set(frame["config"])
+    absent = [name for name in swept() if name not in names]
+    return f"Not run at this size: {', '.join(absent)}." if absent else None
+
+
 def target_line(frame: pd.DataFrame) -> str:
     """The TARGET configuration against the issue's two targets at this size."""
     done = frame[frame.status == "FINISHED"].set_index("config")
@@ -142,6 +157,7 @@ def write_doc(tracking_uri: str, not_run: dict[int, str] | None = None) -> None:
         edges = group["edges"].max()
         text += [f"## {nodes:,} nodes, {edges:,.0f} edges", "", *size_table(group), "",
                  target_line(group), ""]  # fmt: skip
+        text += [line, ""] if (line := missing_line(group)) else []
     for nodes, reason in sorted((not_run or {}).items()):
         if frame.empty or nodes not in set(frame["nodes"]):
             text += [f"## {nodes:,} nodes: not run", "", reason, ""]
