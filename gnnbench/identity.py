@@ -149,13 +149,23 @@ def run_keys(config: Mapping[str, Any]) -> list[str]:
     Volatile keys never count, nor do the axes the job's train mode ignores, so
     `-m sync_interval=1,2 train=grad_avg` is one job run once and resumed once."""
     ignored = set(VOLATILE_KEYS) | set(ignored_axes(config))
-    counted = {key: value for key, value in config.items() if key not in ignored}
-    present = _neutral_keys_present(counted)
+    whole = {key: value for key, value in config.items() if key not in ignored}
+    # a key a mode ignores inside a section (`partitioner.feature_rows`); jobs logged while it
+    # still counted keep their keys as aliases
+    inner = [key for key in ignored if "." in key and key in _dotted_keys(whole)]
     keys = []
-    for size in range(len(present), -1, -1):  # every key dropped first: the run key
-        for dropped in itertools.combinations(present, size):
-            keys.append(digest(_without_keys(counted, dropped), 8))
-    return keys
+    for counted in (_without_keys(whole, inner), whole) if inner else (whole,):
+        present = _neutral_keys_present(counted)
+        for size in range(len(present), -1, -1):  # every key dropped first: the run key
+            for dropped in itertools.combinations(present, size):
+                keys.append(digest(_without_keys(counted, dropped), 8))
+    return list(dict.fromkeys(keys))
+
+
+def _dotted_keys(config: Mapping[str, Any]) -> set[str]:
+    """`section.key` of every key one level down."""
+    return {f"{section}.{key}" for section, block in config.items() if isinstance(block, Mapping)
+            for key in block}  # fmt: skip
 
 
 def run_key(config: Mapping[str, Any]) -> str:
@@ -171,7 +181,7 @@ def text_identity(row: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
     config = {"train": {"mode": mode}, "p": row.get("p")}
     ignored = set(ignored_axes(config)) if mode else set()
     return tuple(
-        (key, "" if key.split(".")[0] in ignored or is_neutral_text(key, text) else text)
+        (key, "" if {key, key.split(".")[0]} & ignored or is_neutral_text(key, text) else text)
         for key, text in sorted(row.items())
     )
 

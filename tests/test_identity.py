@@ -34,10 +34,41 @@ COMPOSED_KEYS = {
     ("train=model_avg",): ("ba431e97917d5bec", "2cf8090b1764d1f8", 64),
     ("train=grad_avg",): ("9e499fb57adb59df", "73c6bf2fe732be55", 32),
     ("train=centralized",): ("281c51e7d9f7ed21", "0de28569036fc272", 8),
-    ("train=none", "p=auto"): ("985bab99dc14880f", "b402f23816b372f9", 32),
+    ("train=none", "p=auto"): ("85c1fed02e6ec9aa", "b402f23816b372f9", 64),
     ("partitioner=grem",): ("a4fdf8a7cfdde88d", "faa93eb87cce60eb", 128),
-    ("partitioner=grid", "train=none"): ("ad845d98ed89f33f", "133d124c1810ef1d", 64),
+    ("partitioner=grid", "train=none"): ("206adaf1345164fe", "133d124c1810ef1d", 128),
 }
+
+
+# Run keys of jobs in a store written by 71814f5, before the keys added since (feature rows,
+# split fractions, feature dtype) existed: (its command's overrides, the key it logged)
+STORE_KEYS = [
+    (("partitioner=spring", "p=2", "train=none"), "513a60135307b1d0"),
+    (("dataset=cora", "partitioner=spring", "p=2", "train=model_avg", "train.epochs=2",
+      "num_gpus=2", "partitioner.feature_rows=copy"), "0418c3b7ac28a640"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("overrides", "logged"), STORE_KEYS)
+def test_jobs_of_an_older_store_keep_their_run_keys(overrides, logged):
+    """A partition-only job's books hold no feature rows, so feature_rows (default shared, which
+    the older code did not have: it copied) leaves its run key alone; a training job keeps its
+    key with the older behaviour, feature_rows=copy."""
+    assert run_key(job_config(*overrides)) == logged
+
+
+def test_a_partition_only_job_ignores_feature_rows_and_keeps_the_key_that_counted_it(
+    monkeypatch,
+):
+    overrides = [("train=none", f"partitioner.feature_rows={v}") for v in ("copy", "shared")]
+    copy, shared = (job_config(*pair) for pair in overrides)
+    assert run_key(copy) == run_key(shared)
+    trained = [job_config(f"partitioner.feature_rows={v}") for v in ("copy", "shared")]
+    assert run_key(trained[0]) != run_key(trained[1])
+    keys = run_keys(shared)
+    none = TRAINING_MODES.get("none")
+    monkeypatch.setattr(none, "ignored_axes", none.ignored_axes[:-1])  # before it was ignored
+    assert none.ignored_axes[-1] == "train" and run_key(shared) in keys
 
 
 @pytest.mark.parametrize(("mode", "p"), BASE_KEYS)

@@ -24,8 +24,9 @@ class TrainingMode:
 
     partitioned: ClassVar[bool] = True  # trains a PartitionBook, one rank per worker
     shares_optimizer: ClassVar[bool] = False  # one Adam state for every partition of a rank
-    # Top-level config keys that cannot change what this mode computes: left out of its jobs' run
-    # keys (gnnbench.identity; num_gpus and train count again while p=auto reads them)
+    # Config keys that cannot change what this mode computes, top-level (`p`) or one level down
+    # (`partitioner.feature_rows`): left out of its jobs' run keys (gnnbench.identity; num_gpus
+    # and train count again while p=auto reads them)
     ignored_axes: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, context: TrainingContext):

@@ -10,4 +10,5 @@ from gnnbench.train.modes import TRAINING_MODES, TrainingMode
 @TRAINING_MODES.register("none")
 class PartitionOnly(TrainingMode):
     partitioned = False  # trains no book (train.coordinator.trains_on_partitions)
-    ignored_axes = ("model", "sync_interval", "num_gpus", "train")
+    # its books are structure-only: no feature rows to copy into the partitions or share
+    ignored_axes = ("model", "sync_interval", "num_gpus", "train", "partitioner.feature_rows")
