@@ -8,6 +8,7 @@ from pathlib import Path
 import pandas as pd
 
 from gnnbench.atomic import atomic_write_bytes
+from gnnbench.identity import as_text
 
 
 def _figure(ylabel: str, title: str):
@@ -39,7 +40,7 @@ def bar_figure(
         if spread is not None:
             low, high = spread[0][column].to_numpy(), spread[1][column].to_numpy()
             whiskers = [heights - low, high - heights]
-        ax.bar(xs, heights, width, yerr=whiskers, capsize=3, label=str(column))
+        ax.bar(xs, heights, width, yerr=whiskers, capsize=3, label=_tick(column))
     ax.axhspan(*band, color="tab:green", alpha=0.12, label="paper", zorder=0)
     ax.set_xticks(range(len(wide)), [_tick(key) for key in wide.index])
     ax.legend(title=str(wide.columns.name or ""), fontsize=8)
@@ -66,7 +67,8 @@ def line_figure(wide: pd.DataFrame, ylabel: str, title: str):
 
 
 def _tick(key) -> str:
-    return " ".join(map(str, key)) if isinstance(key, tuple) else str(key)
+    """A case as a tick label; values as text (p=4 read back as 4.0 is '4')."""
+    return " ".join(map(as_text, key)) if isinstance(key, tuple) else as_text(key)
 
 
 def save_figure(figure, path: Path) -> None:
