@@ -21,8 +21,8 @@ from gnnbench.track.report.experiment_docs import sweep, table_arguments
 def main() -> None:
     args = table_arguments(__doc__)
     if not args.no_sweep:
-        sweep("baseline_memory")
-        sweep("baseline_memory_cap", may_fail=True)
+        sweep("baseline_memory", tracking_uri=args.tracking_uri)
+        sweep("baseline_memory_cap", tracking_uri=args.tracking_uri, may_fail=True)
     baseline_memory.write_doc(args.tracking_uri)
 
 

@@ -17,7 +17,7 @@ from gnnbench.track.report.experiment_docs import sweep, table_arguments
 def main() -> None:
     args = table_arguments(__doc__)
     if not args.no_sweep:
-        sweep("computation_cost")
+        sweep("computation_cost", tracking_uri=args.tracking_uri)
     computation_cost.write_doc(args.tracking_uri)
 
 

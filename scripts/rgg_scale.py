@@ -28,13 +28,22 @@ def main() -> None:
     parser.add_argument("--not-run", nargs="*", default=[], metavar="NODES=REASON")
     parser.add_argument("--partitioners", help="comma-separated (default: the experiment's sweep)")
     args = parser.parse_args()
-    uri = [f"tracking.uri={args.tracking_uri}"]
     for nodes in [] if args.no_sweep else map(int, args.nodes):
-        size = [f"dataset.num_nodes={nodes}", *uri]
+        size = [f"dataset.num_nodes={nodes}"]
         chosen = [f"partitioner={args.partitioners}"] if args.partitioners else []
-        sweep(rgg_scale.EXPERIMENT, may_fail=True, overrides=[*size, *chosen])
+        sweep(
+            rgg_scale.EXPERIMENT,
+            tracking_uri=args.tracking_uri,
+            may_fail=True,
+            overrides=[*size, *chosen],
+        )
         terapart = ["partitioner=kaminpar", "partitioner.context=terapart"]
-        sweep(rgg_scale.EXPERIMENT, may_fail=True, overrides=[*size, *terapart])
+        sweep(
+            rgg_scale.EXPERIMENT,
+            tracking_uri=args.tracking_uri,
+            may_fail=True,
+            overrides=[*size, *terapart],
+        )
     reasons = dict(value.split("=", 1) for value in args.not_run)
     rgg_scale.write_doc(args.tracking_uri, {int(float(k)): v for k, v in reasons.items()})
 

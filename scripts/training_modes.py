@@ -19,7 +19,9 @@ from gnnbench.track.report.experiment_docs import sweep, table_arguments
 def main() -> None:
     args = table_arguments(__doc__)
     if not args.no_sweep:
-        sweep("training_modes", "training_modes_long", "sync_interval")
+        sweep(
+            "training_modes", "training_modes_long", "sync_interval", tracking_uri=args.tracking_uri
+        )
     training_modes.write_doc(args.tracking_uri)
 
 

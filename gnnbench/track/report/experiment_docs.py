@@ -23,14 +23,17 @@ def table_arguments(description: str | None) -> argparse.Namespace:
     return parser.parse_args()
 
 
-def sweep(*experiments: str, may_fail: bool = False, overrides: Sequence[str] = ()) -> None:
-    """`python -m gnnbench -m experiment=<name> [overrides]` for each (a resumed sweep skips
-    finished jobs).
+def sweep(
+    *experiments: str, tracking_uri: str, may_fail: bool = False, overrides: Sequence[str] = ()
+) -> None:
+    """`python -m gnnbench -m experiment=<name> [overrides]` for each, logged to `tracking_uri`
+    (the store the doc is then read from; a resumed sweep skips finished jobs).
 
     `may_fail`: the sweep's jobs are expected to fail (a memory cap), so its exit status is not 0.
     """
     for experiment in experiments:
         command = [sys.executable, "-m", "gnnbench", "-m", f"experiment={experiment}", *overrides]
+        command.append(f"tracking.uri={tracking_uri}")
         print("$", " ".join(command[1:]), flush=True)
         subprocess.run(command, cwd=REPO_ROOT, check=not may_fail)
 
