@@ -41,6 +41,18 @@ def test_node_fm_leaves_a_local_minimum_by_hand(triangles):
     assert "node_fm_gain_3" not in stats and stats["node_fm_stream_passes"] == 2
 
 
+def test_node_fm_sheds_weight_from_a_block_facing_only_full_blocks(tmp_path):
+    """A cycle 0..7 all in block 0 and an edge 8-9 in block 1: p=2, bound ceil(1.03 * 5) = 6.
+    No node of block 0 has a neighbour outside it, so only a move to a block it does not touch
+    can bring block 0 down to the bound: the pass makes two, adjacent (cut 2, not 4)."""
+    cycle = [(v, (v + 1) % 8) for v in range(8)]
+    store = make_store(tmp_path / "store", [*cycle, (8, 9)], 10)
+    owner = np.array([0] * 8 + [1] * 2, dtype=np.int32)
+    stats = refine_nodes(store, owner, 2, 3, seed=0)
+    assert stats["node_fm_overfull_0"] == 2 and stats["node_fm_overfull_1"] == 0
+    assert np.bincount(owner).tolist() == [6, 4] and edge_cut(store, owner) == 2
+
+
 def test_quotient_fm_by_hand():
     """Path of sub-partitions a0 -4- a1 -1- a2 -4- a3, each of weight 1, start 0 1 0 1 (cut 9),
     p=2, bound max(2, ceil(1.03 * 2)) = 3: a1 or a2 first (gain 5, the seeded rank decides), then

@@ -6,10 +6,12 @@ movable nodes, under
 
     bound = ceil(1.03 * total weight / p)      (3% over the mean, as METIS and REFINE_SLACK)
 
-Every movable node with a neighbour in another block enters a priority queue keyed by: whether its
-block is over the bound (those first), its best gain (cut weight removed by moving it to the
-adjacent block with the most weight towards it, among blocks with room under the bound; ties:
-the smaller block, then the lower index), then a seeded rank. The pass pops the first node, moves
+Every movable node with a neighbour in another block, and every node of a block over the bound,
+enters a priority queue keyed by: whether its block is over the bound (those first), its best
+gain (cut weight removed by moving it to the block with the most weight towards it among blocks
+with room under the bound: adjacent blocks, or any block for a node of an overfull block, so a
+block whose boundary faces only full blocks still sheds weight; ties: the smaller block, then the
+lower index), then a seeded rank. The pass pops the first node, moves
 it even at a negative gain (what lets FM leave a local minimum that label propagation stops in),
 locks it, updates its movable neighbours' keys and queues them again (stale queue entries are
 skipped by a version number), and stops when the queue empties or `patience` moves pass without a
@@ -58,10 +60,12 @@ def _weight(weights, index):
 
 @numba.njit(cache=True)
 def _best_move(conn, i, home, node_weight, sizes, bound):
-    """(gain, block) of node i's best move to an adjacent block with room; block -1 if none."""
+    """(gain, block) of node i's best move to an adjacent block with room, or to any block with
+    room while its own is over the bound; block -1 if none."""
+    anywhere = sizes[home] > bound  # an overfull block whose boundary faces only full blocks
     best = -1
     for t in range(sizes.shape[0]):
-        if t == home or conn[i, t] == 0 or sizes[t] + node_weight > bound:
+        if t == home or sizes[t] + node_weight > bound or (conn[i, t] == 0 and not anywhere):
             continue
         if best == -1 or conn[i, t] > conn[i, best]:
             best = t
