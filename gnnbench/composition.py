@@ -1,5 +1,7 @@
 """Hydra's reading of gnnbench/conf, in one place: a sweep's grid (its overrides and
-hydra.sweeper.params expanded by Hydra's own grammar).
+hydra.sweeper.params expanded by Hydra's own grammar), and gnnbench/conf composed as Hydra composes
+a job (`composed`), for the code that builds specs without running Hydra's app (tests, benchmarks,
+a partitioner nesting another).
 
 Nothing here imports a stage of gnnbench (data, partition, train, track, run): every stage may
 read its config through this module.
@@ -7,8 +9,16 @@ read its config through this module.
 
 from __future__ import annotations
 
+import copy
+import functools
+import warnings
 from collections.abc import Iterable, Mapping
 from typing import Any
+
+from gnnbench.errors import ConfigError
+from gnnbench.paths import CONF_DIR
+
+CONFIG_NAME = "config"  # the primary config file: gnnbench/conf/config.yaml
 
 
 def sweep_overrides(
@@ -40,3 +50,47 @@ def sweep_grid(
     value of each key (`f"{key}={value}"` composes it)."""
     parsed = sweep_overrides(overrides, sweeper_params)
     return {key: override_values(override) for key, override in parsed.items()}
+
+
+def composed(*overrides: str) -> dict[str, Any]:
+    """gnnbench/conf composed as Hydra composes a job with these overrides (group choices such as
+    `partitioner=<name>`, `train=<mode>`, `model=<name>`), resolved, without its `hydra` node.
+    Each composition is made once per process; every call gets its own copy."""
+    return copy.deepcopy(_composed(tuple(overrides)))
+
+
+@functools.cache
+def _composed(overrides: tuple[str, ...]) -> dict[str, Any]:
+    from omegaconf import OmegaConf, open_dict
+
+    config = load(_loader(), CONFIG_NAME, overrides)
+    with open_dict(config):
+        del config["hydra"]
+    return OmegaConf.to_container(config, resolve=True)
+
+
+@functools.lru_cache(maxsize=1)
+def _loader() -> Any:
+    """Hydra's config loader over gnnbench/conf (and Hydra's own configs), as `hydra.main` builds
+    it; no global state, so it also composes inside a running Hydra app."""
+    from hydra._internal.config_loader_impl import ConfigLoaderImpl
+    from hydra._internal.utils import create_config_search_path
+
+    return ConfigLoaderImpl(config_search_path=create_config_search_path(str(CONF_DIR)))
+
+
+def load(loader: Any, config_name: str, overrides: Iterable[str]) -> Any:
+    """The config Hydra's `loader` composes from `config_name` with `overrides` (its `hydra`
+    node included); a config Hydra cannot compose is one line."""
+    from hydra.errors import HydraException
+    from hydra.types import RunMode
+
+    overrides = list(overrides)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return loader.load_configuration(config_name, overrides, RunMode.RUN)
+    except HydraException as exc:
+        first = str(exc).strip().splitlines()[0]
+        given = f"{' '.join(overrides)}: " if overrides else ""
+        raise ConfigError(f"{given}cannot compose the config ({first})") from None

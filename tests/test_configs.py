@@ -9,10 +9,12 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
+from gnnbench import composition
 from gnnbench.composition import sweep_grid
 from gnnbench.partition.spec import PartitionSpec
 from gnnbench.paths import CONF_DIR
 from gnnbench.spec import JobSpec
+from gnnbench.train.spec import spec_from_conf
 
 GROUPS = ("dataset", "partitioner", "model", "train")
 CHOICES = [
@@ -68,3 +70,18 @@ def test_a_bracketed_list_sweeps_as_whole_items():
     assert sweep_grid(["seed=1,2"], {"seed": "0"}) == {"seed": ["1", "2"]}  # the command line wins
     job = composed(*(f"{key}={values[-1]}" for key, values in grid.items()))
     assert list(job.train.fanouts) == [-1, -1]
+
+
+TRAINED = [(mode, model) for mode in ("centralized", "grad_avg", "model_avg")
+           for model in ("gat", "gcn", "mlp", "sage")]  # fmt: skip
+
+
+@pytest.mark.parametrize(("mode", "model"), TRAINED, ids=[f"{t}-{m}" for t, m in TRAINED])
+def test_the_loaders_read_what_hydra_composes(mode, model):
+    """spec_from_conf (tests and benchmarks) is the TrainSpec of the job Hydra composes for
+    `train=<mode> model=<name>`; composed() hands out copies of its cached configs."""
+    job = job_spec(composed(f"train={mode}", f"model={model}"))
+    assert spec_from_conf({"mode": mode}, {"name": model}) == job.train
+    config = composition.composed(f"train={mode}")
+    config["train"]["epochs"] = -1
+    assert composition.composed(f"train={mode}")["train"]["epochs"] == job.train.epochs

@@ -11,7 +11,6 @@ from __future__ import annotations
 import inspect
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from gnnbench.data.store import GraphStore
@@ -133,32 +132,17 @@ def check_choice(key: str, value: Any, choices: tuple[str, ...]) -> str:
 
 
 def default_config(name: str) -> dict[str, Any]:
-    """The shared block of gnnbench/conf/config.yaml merged over
-    gnnbench/conf/partitioner/<name>.yaml (Hydra's order: the primary config's `_self_` comes after
-    the groups); `name` may be a preset."""
-    from omegaconf import OmegaConf
+    """The `partitioner` block Hydra composes for `partitioner=<name>`: gnnbench/conf/partitioner/
+    <name>.yaml (with the files its `defaults` list extends: a preset such as quotient_best.yaml)
+    under config.yaml's shared block; `name` may be a preset."""
+    from gnnbench.composition import composed
+    from gnnbench.paths import CONF_DIR
 
-    from gnnbench.paths import CONF_DIR as conf
-
-    shared = OmegaConf.load(conf / "config.yaml")["partitioner"]
-    return plain(OmegaConf.merge(_group_file(conf / "partitioner", name), shared))
-
-
-def _group_file(group: Path, name: str) -> Any:
-    """gnnbench/conf/partitioner/<name>.yaml over the files its `defaults` list extends (a preset such as
-    quotient_best.yaml: `defaults: [quotient, _self_]` and the keys it changes), as Hydra
-    composes a group file extending another of its group."""
-    from omegaconf import OmegaConf
-
-    path = group / f"{name}.yaml"
+    path = CONF_DIR / "partitioner" / f"{name}.yaml"
     if not path.is_file():
         PARTITIONERS.get(name)  # an unknown name: the registry's one line
         raise ConfigError(f"{path}: not found (the config of partitioner={name})")
-    config = OmegaConf.load(path)
-    extends = [entry for entry in config.pop("defaults", []) if entry != "_self_"]
-    if not all(isinstance(entry, str) for entry in extends):
-        raise ConfigError(f"{path}: defaults: expected names of files beside it, got {extends}")
-    return OmegaConf.merge(*(_group_file(group, entry) for entry in extends), config)
+    return composed(f"partitioner={name}")["partitioner"]
 
 
 def _positive_or_none(config: Mapping[str, Any], key: str) -> float | None:
