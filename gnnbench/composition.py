@@ -1,7 +1,9 @@
 """Hydra's reading of gnnbench/conf, in one place: a sweep's grid (its overrides and
 hydra.sweeper.params expanded by Hydra's own grammar), and gnnbench/conf composed as Hydra composes
 a job (`composed`), for the code that builds specs without running Hydra's app (tests, benchmarks,
-a partitioner nesting another).
+a partitioner nesting another). A file of a group whose config.yaml block holds the keys every
+choice shares (`partitioner:`) may not set one of them: that block would override it without a
+word, so it is one line naming the file and the key (`check_group_file`).
 
 Nothing here imports a stage of gnnbench (data, partition, train, track, run): every stage may
 read its config through this module.
@@ -16,9 +18,12 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from gnnbench.errors import ConfigError
-from gnnbench.paths import CONF_DIR
+from gnnbench.paths import CONF_DIR, REPO_ROOT
 
 CONFIG_NAME = "config"  # the primary config file: gnnbench/conf/config.yaml
+# The groups whose block in config.yaml holds the keys every choice shares (README, "Keys every
+# partitioner shares"); a file of the group setting one of them is an error.
+SHARED_BLOCK_GROUPS = ("partitioner",)
 
 
 def sweep_overrides(
@@ -94,3 +99,48 @@ def load(loader: Any, config_name: str, overrides: Iterable[str]) -> Any:
         first = str(exc).strip().splitlines()[0]
         given = f"{' '.join(overrides)}: " if overrides else ""
         raise ConfigError(f"{given}cannot compose the config ({first})") from None
+
+
+def composed_choice(group: str, choice: str) -> dict[str, Any]:
+    """The `group` block Hydra composes for `group=<choice>` over gnnbench/conf; the group file
+    checked once (`check_group_file`)."""
+    if group in SHARED_BLOCK_GROUPS:
+        _checked_once(group, choice)
+    return composed(f"{group}={choice}")[group]
+
+
+@functools.cache
+def _checked_once(group: str, choice: str) -> None:
+    loader = _loader()
+    check_group_file(loader, loader.repository, group, choice)
+
+
+def check_group_file(
+    loader: Any, repository: Any, group: str, choice: str, overrides: Iterable[str] = ()
+) -> None:
+    """The file of `group=<choice>` (with the files its `defaults` list extends, as Hydra
+    composes it) sets no key of config.yaml's `group` block: one ConfigError naming the file and
+    the key where it does."""
+    primary = repository.load_config(CONFIG_NAME)
+    shared = primary.config.get(group) if primary is not None else None
+    if not shared:
+        return
+    block = load(loader, f"{group}/{choice}", overrides).get(group) or {}
+    clash = [key for key in block if key in shared]
+    if clash:
+        raise ConfigError(
+            f"{_file_of(repository, group, choice)}: sets {clash[0]}, a key every {group} shares "
+            f"(set it in config.yaml's {group} block or on the command line)"
+        )
+
+
+def _file_of(repository: Any, group: str, choice: str) -> str:
+    """The group file's path as a user finds it (from the repository root where inside it)."""
+    from pathlib import Path
+
+    found = repository.load_config(f"{group}/{choice}")
+    root = str(found.path) if found is not None else ""
+    if not root.startswith("file://"):
+        return f"{root or group}/{group}/{choice}.yaml"
+    path = Path(root.removeprefix("file://")) / group / f"{choice}.yaml"
+    return str(path.relative_to(REPO_ROOT)) if path.is_relative_to(REPO_ROOT) else str(path)

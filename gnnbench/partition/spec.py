@@ -134,15 +134,16 @@ def check_choice(key: str, value: Any, choices: tuple[str, ...]) -> str:
 def default_config(name: str) -> dict[str, Any]:
     """The `partitioner` block Hydra composes for `partitioner=<name>`: gnnbench/conf/partitioner/
     <name>.yaml (with the files its `defaults` list extends: a preset such as quotient_best.yaml)
-    under config.yaml's shared block; `name` may be a preset."""
-    from gnnbench.composition import composed
+    under config.yaml's shared block; `name` may be a preset. A file setting a shared key is
+    one ConfigError naming it."""
+    from gnnbench.composition import composed_choice
     from gnnbench.paths import CONF_DIR
 
     path = CONF_DIR / "partitioner" / f"{name}.yaml"
     if not path.is_file():
         PARTITIONERS.get(name)  # an unknown name: the registry's one line
         raise ConfigError(f"{path}: not found (the config of partitioner={name})")
-    return composed(f"partitioner={name}")["partitioner"]
+    return composed_choice("partitioner", name)
 
 
 def _positive_or_none(config: Mapping[str, Any], key: str) -> float | None:
