@@ -8,7 +8,9 @@ defaults of its own: gnnbench/conf/partitioner/<name>.yaml supplies every one.
 
 from __future__ import annotations
 
+import functools
 import inspect
+import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,7 +18,13 @@ from typing import Any
 from gnnbench.data.store import GraphStore
 from gnnbench.errors import ConfigError
 from gnnbench.partition.base import PARTITIONERS, PartitionFn, PartitionResult
-from gnnbench.spec_keys import ReadOnlyMap, check_keys, plain, whole_at_least
+from gnnbench.spec_keys import (
+    ReadOnlyMap,
+    check_annotated,
+    check_keys,
+    plain,
+    whole_at_least,
+)
 
 # Keys of the shared block (gnnbench/conf/config.yaml); a partitioner function taking one of them
 # as a keyword (chunk_edges) receives the shared value.
@@ -38,6 +46,27 @@ def own_keys(partition_fn: PartitionFn) -> tuple[str, ...]:
         for name, parameter in inspect.signature(partition_fn).parameters.items()
         if parameter.kind is inspect.Parameter.KEYWORD_ONLY and name not in SHARED_KEYS
     )
+
+
+def own_values(partition_fn: PartitionFn, config: Mapping[str, Any]) -> dict[str, Any]:
+    """The algorithm's own keys of `config`, each checked against its parameter's annotation
+    (`partitioner.<key>: expected <type>, got <value>`, in one line, not deep inside the
+    algorithm); an unannotated parameter is not checked."""
+    annotations = _own_annotations(partition_fn)
+    return {
+        key: check_annotated(f"partitioner.{key}", config[key], annotations.get(key, Any))
+        for key in own_keys(partition_fn)
+    }
+
+
+@functools.cache
+def _own_annotations(partition_fn: PartitionFn) -> dict[str, Any]:
+    """The resolved annotations of the function's parameters (text under `from __future__ import
+    annotations`); none where they do not resolve (a name imported for type checking only)."""
+    try:
+        return typing.get_type_hints(partition_fn)
+    except Exception:
+        return {}
 
 
 def takes_keyword(partition_fn: PartitionFn, key: str) -> bool:
@@ -80,7 +109,7 @@ class PartitionSpec:
             refine_passes=whole_at_least("partitioner.refine_passes", config["refine_passes"], 0),
             refine_objective=check_refine_objective(config["refine_objective"]),
             feature_rows=check_choice("feature_rows", config["feature_rows"], FEATURE_ROWS),
-            params=ReadOnlyMap({key: config[key] for key in own}),
+            params=ReadOnlyMap(own_values(PARTITIONERS.get(name), config)),
         )
 
     @classmethod
