@@ -125,13 +125,29 @@ def check_group_file(
     shared = primary.config.get(group) if primary is not None else None
     if not shared:
         return
-    block = load(loader, f"{group}/{choice}", overrides).get(group) or {}
+    block = _group_block(loader, repository, group, choice, overrides)
     clash = [key for key in block if key in shared]
     if clash:
         raise ConfigError(
             f"{_file_of(repository, group, choice)}: sets {clash[0]}, a key every {group} shares "
             f"(set it in config.yaml's {group} block or on the command line)"
         )
+
+
+def _group_block(
+    loader: Any, repository: Any, group: str, choice: str, overrides: Iterable[str]
+) -> Mapping[str, Any]:
+    """The keys the group file sets: the file as read where it extends no other file and keeps
+    its group's package (no composition: a few milliseconds), else as Hydra composes it."""
+    found = repository.load_config(f"{group}/{choice}")
+    if found is None:
+        return {}
+    plain = found.header.get("package") is None and all(
+        entry.is_self() for entry in found.defaults_list or []
+    )
+    if plain:
+        return found.config
+    return load(loader, f"{group}/{choice}", overrides).get(group) or {}
 
 
 def _file_of(repository: Any, group: str, choice: str) -> str:

@@ -111,18 +111,22 @@ def test_a_dataset_of_a_users_config_dir_runs(tmp_path, gnnbench_home, config_di
     assert json.loads((store / "meta.json").read_text())["num_nodes"] <= 1000
 
 
-SHARED_KEY_SET = r"partitioner/{}\.yaml: sets hops, a key every partitioner shares \(set it in config\.yaml's partitioner block or on the command line\)$"
+SHARED_KEY_SET = (
+    r"partitioner/{}\.yaml: sets hops, a key every partitioner shares "
+    r"\(set it in config\.yaml's partitioner block or on the command line\)$"
+)
 
 
 @pytest.fixture
 def shared_key_dir(tmp_path) -> Path:
-    """A user's config directory whose partitioner files set hops, a shared key: one directly
-    (mine.yaml), one through the file its defaults list extends (preset.yaml); an experiment
-    choosing mine, and one sweeping preset."""
+    """A user's config directory whose partitioner files set hops, a shared key: directly
+    (mine.yaml over ldg, direct.yaml over nothing) or through the file its defaults list extends
+    (preset.yaml); an experiment choosing mine, and one sweeping preset."""
     root = tmp_path / "my_conf"
     (root / "partitioner").mkdir(parents=True)
     (root / "partitioner" / "mine.yaml").write_text("defaults: [ldg, _self_]\n\nhops: 2\n")
     (root / "partitioner" / "preset.yaml").write_text("defaults: [mine, _self_]\n\npasses: 2\n")
+    (root / "partitioner" / "direct.yaml").write_text("name: hash\nhops: 0\n")  # extends none
     (root / "experiment").mkdir()
     chooses = "# @package _global_\ndefaults:\n  - override /partitioner: mine\n"
     (root / "experiment" / "chooses.yaml").write_text(chooses)
@@ -137,6 +141,7 @@ def shared_key_dir(tmp_path) -> Path:
     ("argv", "named"),
     [
         (["partitioner=mine"], "mine"),
+        (["partitioner=direct"], "direct"),
         (["partitioner=preset"], "preset"),
         (["-m", "partitioner=ldg,mine"], "mine"),
         (["experiment=chooses"], "mine"),
