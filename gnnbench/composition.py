@@ -156,7 +156,7 @@ def _file_of(repository: Any, group: str, choice: str) -> str:
 
     found = repository.load_config(f"{group}/{choice}")
     root = str(found.path) if found is not None else ""
-    if not root.startswith("file://"):
-        return f"{root or group}/{group}/{choice}.yaml"
+    if not root.startswith("file://"):  # a package's configs (pkg://...)
+        return f"{root}/{group}/{choice}.yaml" if root else f"{group}/{choice}.yaml"
     path = Path(root.removeprefix("file://")) / group / f"{choice}.yaml"
     return str(path.relative_to(REPO_ROOT)) if path.is_relative_to(REPO_ROOT) else str(path)
