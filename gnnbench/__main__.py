@@ -21,6 +21,7 @@ from gnnbench.cli import (
     HydraConfigs,
     check_group_choices,
     check_overrides,
+    check_shared_keys,
     help_text,
     quiet_libraries,
     replace_mappings,
@@ -191,6 +192,7 @@ def main() -> None:
             sys.exit(0)
         check_group_choices(configs)
         check_overrides(configs)
+        check_shared_keys(configs)
         sys.argv[1:] = replace_mappings(sys.argv[1:], configs)
     except ConfigError as exc:
         print(f"gnnbench: error: {exc}", file=sys.stderr)

@@ -7,7 +7,8 @@ looked up in the config composed with the same group choices (each choice of a s
 a key that is not there is one line naming the closest valid key and the valid ones, exit 2.
 Groups, their choices and the composed configs come from the config search path Hydra builds for
 the same command line (`HydraConfigs`: gnnbench/conf, `--config-dir`, `hydra.searchpath`). A
-mapping given for a key holding one replaces it (`replace_mappings`), where Hydra would merge.
+mapping given for a key holding one replaces it (`replace_mappings`), where Hydra would merge. A
+partitioner file setting a key every partitioner shares is one line (`check_shared_keys`).
 """
 
 from __future__ import annotations
@@ -122,6 +123,12 @@ class HydraConfigs:
                 )
         return self._composed[overrides]
 
+    def check_group_file(self, group: str, choice: str) -> None:
+        """The group file sets no key of the primary config's block of its group (one line)."""
+        from gnnbench.composition import check_group_file
+
+        check_group_file(self._loader, self._repository, group, choice, self._searchpath)
+
 
 def _search_path(args: Any) -> Any:
     """Hydra's config search path for its parsed arguments, as `hydra.main` builds it: Hydra's
@@ -204,6 +211,29 @@ def check_overrides(configs: HydraConfigs) -> None:
         config = _compose(configs, selection)
         for key in keys:
             _check_key(config, key, selection)
+
+
+def check_shared_keys(configs: HydraConfigs) -> None:
+    """No partitioner file the command line runs (each choice of each selection: the command
+    line's, an experiment's, its sweep's) sets a key every partitioner shares."""
+    from gnnbench.composition import SHARED_BLOCK_GROUPS, sweep_grid
+
+    parsed = _parsed_plain_overrides(configs)
+    choices = _group_choices(parsed, configs)
+    checked = set()
+    for selection in _selections(choices):
+        hydra = _compose(configs, selection).hydra
+        params = hydra.sweeper.get("params") or {}
+        for group in SHARED_BLOCK_GROUPS:
+            if group in choices:
+                runs = choices[group]
+            elif group in params:
+                runs = sweep_grid((), {group: params[group]})[group]
+            else:
+                runs = [hydra.runtime.choices.get(group)]
+            for choice in set(runs) - checked - {None, "null"}:
+                configs.check_group_file(group, choice)
+                checked.add(choice)
 
 
 def replace_mappings(argv: list[str], configs: HydraConfigs) -> list[str]:

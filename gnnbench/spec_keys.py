@@ -88,3 +88,83 @@ def whole_axis(name: str, value: Any, least: int | None = None, unit: str = "") 
     if least is not None and value < least:
         raise ConfigError(f"{name}: expected >= {least}{f' {unit}' if unit else ''}, got {value}")
     return value
+
+
+def check_annotated(name: str, value: Any, annotation: Any) -> Any:
+    """`value` when it fits the type annotation `annotation` (int, float, bool, str,
+    Literal[...], X | None, tuple / list / Sequence of X, Mapping / dict), else one line
+    `<name>: expected <type>, got <value!r>`. An int fits float, a bool fits no number; an
+    annotation this does not know (or none) accepts anything."""
+    if not fits(value, annotation):
+        raise ConfigError(f"{name}: expected {describe(annotation)}, got {value!r}")
+    return value
+
+
+def fits(value: Any, annotation: Any) -> bool:
+    """Whether `value` (from YAML or JSON: lists for tuples) fits `annotation`."""
+    import types
+    import typing
+    from collections.abc import Sequence
+
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if annotation is None or annotation is type(None):
+        return value is None
+    if origin in (typing.Union, types.UnionType):
+        return any(fits(value, arg) for arg in args)
+    if origin is typing.Literal:
+        return any(value == arg and type(value) is type(arg) for arg in args)
+    if annotation in _SCALARS:
+        return _SCALARS[annotation](value)
+    sequence = origin if origin is not None else annotation
+    if sequence in (list, tuple, Sequence):
+        return _fits_sequence(value, args)
+    if sequence in (dict, Mapping):
+        return isinstance(value, Mapping) and (
+            not args or all(fits(k, args[0]) and fits(v, args[1]) for k, v in value.items())
+        )
+    return True  # Any, no annotation, or a type the algorithm checks itself
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+_SCALARS = {
+    bool: lambda value: isinstance(value, bool),
+    int: lambda value: isinstance(value, int) and not isinstance(value, bool),
+    float: _number,
+    str: lambda value: isinstance(value, str),
+}
+
+
+def _fits_sequence(value: Any, args: tuple) -> bool:
+    """A list or tuple (not a string) whose items fit `args`: (X, ...), (X,) or (X, Y, ...)."""
+    if isinstance(value, str) or not isinstance(value, list | tuple):
+        return False
+    if not args:
+        return True
+    if len(args) == 1 or (len(args) == 2 and args[1] is Ellipsis):
+        return all(fits(item, args[0]) for item in value)
+    return len(value) == len(args) and all(map(fits, value, args))
+
+
+def describe(annotation: Any) -> str:
+    """An annotation as an error line names it: `float or null`, `one of 'id', 'random'`,
+    `a list of int`."""
+    import types
+    import typing
+    from collections.abc import Sequence
+
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if annotation is None or annotation is type(None):
+        return "null"
+    if origin in (typing.Union, types.UnionType):
+        return " or ".join(describe(arg) for arg in args)
+    if origin is typing.Literal:
+        return "one of " + ", ".join(repr(arg) for arg in args)
+    if origin in (list, tuple, Sequence):
+        whole = args and (len(args) == 1 or args[1] is Ellipsis)
+        return f"a list of {describe(args[0])}" if whole else "a list"
+    if origin in (dict, Mapping):
+        return "a mapping"
+    return getattr(annotation, "__name__", str(annotation))

@@ -12,6 +12,7 @@ import pytest
 from figures import bars, lines
 from hydra import compose, initialize_config_dir
 
+from gnnbench.composition import sweep_grid
 from gnnbench.errors import ConfigError
 from gnnbench.paths import CONF_DIR
 from gnnbench.track import claims
@@ -69,10 +70,8 @@ def test_claim_config_composes_with_each_swept_value(config):
     assert trains == (cfg.train.mode != "none" or "train" in params), config
     if trains:
         assert params["seed"] == "0,1,2", f"{config}: training claims use seeds 0-2"
-    for key, values in params.items():
-        for value in str(values).split(","):
-            if value.startswith("["):  # a list value (fanouts) is not split on its commas
-                continue
+    for key, values in sweep_grid((), params).items():  # a list value (fanouts) sweeps whole
+        for value in values:
             composed = _compose([f"experiment={config}", f"{key}={value}"])
             assert composed.tracking.experiment == experiment
 

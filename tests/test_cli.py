@@ -9,7 +9,13 @@ from pathlib import Path
 import pytest
 from cli import gnnbench
 
-from gnnbench.cli import HydraConfigs, check_group_choices, check_overrides, replace_mappings
+from gnnbench.cli import (
+    HydraConfigs,
+    check_group_choices,
+    check_overrides,
+    check_shared_keys,
+    replace_mappings,
+)
 from gnnbench.errors import ConfigError
 
 # README's example: quotient over GREM with GREM's keys, not quotient's default base keys
@@ -103,6 +109,71 @@ def test_a_dataset_of_a_users_config_dir_runs(tmp_path, gnnbench_home, config_di
     assert completed.returncode == 0, completed.stderr[-3000:]
     (store,) = (gnnbench_home / "graphs").glob("mine-*")
     assert json.loads((store / "meta.json").read_text())["num_nodes"] <= 1000
+
+
+SHARED_KEY_SET = (
+    r"partitioner/{}\.yaml: sets hops, a key every partitioner shares "
+    r"\(set it in config\.yaml's partitioner block or on the command line\)$"
+)
+
+
+@pytest.fixture
+def shared_key_dir(tmp_path) -> Path:
+    """A user's config directory whose partitioner files set hops, a shared key: directly
+    (mine.yaml over ldg, direct.yaml over nothing) or through the file its defaults list extends
+    (preset.yaml); an experiment choosing mine, and one sweeping preset."""
+    root = tmp_path / "my_conf"
+    (root / "partitioner").mkdir(parents=True)
+    (root / "partitioner" / "mine.yaml").write_text("defaults: [ldg, _self_]\n\nhops: 2\n")
+    (root / "partitioner" / "preset.yaml").write_text("defaults: [mine, _self_]\n\npasses: 2\n")
+    (root / "partitioner" / "direct.yaml").write_text("name: hash\nhops: 0\n")  # extends none
+    (root / "experiment").mkdir()
+    chooses = "# @package _global_\ndefaults:\n  - override /partitioner: mine\n"
+    (root / "experiment" / "chooses.yaml").write_text(chooses)
+    sweeps = (
+        "# @package _global_\nhydra:\n  sweeper:\n    params:\n      partitioner: spring,preset\n"
+    )
+    (root / "experiment" / "sweeps.yaml").write_text(sweeps)
+    return root
+
+
+@pytest.mark.parametrize(
+    ("argv", "named"),
+    [
+        (["partitioner=mine"], "mine"),
+        (["partitioner=direct"], "direct"),
+        (["partitioner=preset"], "preset"),
+        (["-m", "partitioner=ldg,mine"], "mine"),
+        (["experiment=chooses"], "mine"),
+        (["-m", "experiment=sweeps"], "preset"),
+    ],
+)
+def test_a_partitioner_file_setting_a_shared_key_is_one_line(shared_key_dir, argv, named):
+    """config.yaml's partitioner block would override the file's hops without a word: refused."""
+    configs = HydraConfigs([f"--config-dir={shared_key_dir}", *argv])
+    check_overrides(configs)
+    with pytest.raises(ConfigError, match=SHARED_KEY_SET.format(named)):
+        check_shared_keys(configs)
+
+
+def test_the_shipped_partitioner_files_set_no_shared_key():
+    configs = HydraConfigs([])
+    check_shared_keys(
+        HydraConfigs(["-m", f"partitioner={','.join(configs.choices('partitioner'))}"])
+    )
+    check_shared_keys(HydraConfigs(["-m", "experiment=partition_quality"]))  # its sweep's choices
+
+
+@pytest.mark.fault("config: a partitioner file sets a shared key")
+def test_a_shared_key_in_a_partitioner_file_exits_2(tmp_path, gnnbench_home, shared_key_dir):
+    """A partitioner file of `--config-dir` setting `hops`: one line naming the file and the key,
+    exit 2, before any stage runs."""
+    completed = gnnbench(tmp_path, f"--config-dir={shared_key_dir}", "partitioner=mine")
+    assert completed.returncode == 2
+    (line,) = completed.stderr.strip().splitlines()
+    assert (
+        line.startswith("gnnbench: error: ") and f"{shared_key_dir}/partitioner/mine.yaml" in line
+    )
 
 
 def test_a_command_line_mapping_replaces_the_configs():

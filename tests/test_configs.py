@@ -9,9 +9,12 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
+from gnnbench import composition
+from gnnbench.composition import sweep_grid
 from gnnbench.partition.spec import PartitionSpec
 from gnnbench.paths import CONF_DIR
 from gnnbench.spec import JobSpec
+from gnnbench.train.spec import spec_from_conf
 
 GROUPS = ("dataset", "partitioner", "model", "train")
 CHOICES = [
@@ -50,23 +53,35 @@ def test_every_experiment_composes_with_each_swept_value(experiment):
     config = composed(f"experiment={experiment}", sweep=True)
     params = OmegaConf.to_container(config.hydra.sweeper.params or {})
     assert params, f"{experiment}: sweeps nothing (expected a hydra.sweeper.params block)"
-    first = [f"{key}={_split(str(value))[0]}" for key, value in params.items()]
+    grid = sweep_grid((), params)
+    first = [f"{key}={values[0]}" for key, values in grid.items()]
     job = composed(f"experiment={experiment}", *first)
     job_spec(job)
-    for key, values in params.items():
-        for value in _split(str(values)):
+    for key, values in grid.items():
+        for value in values:
             job_spec(composed(f"experiment={experiment}", f"{key}={value}"))
 
 
-def _split(values: str) -> list[str]:
-    """Comma-separated sweep values, keeping bracketed lists ([25,10],[-1,-1]) whole."""
-    parts, depth, current = [], 0, ""
-    for char in values:
-        depth += char == "["
-        depth -= char == "]"
-        if char == "," and depth == 0:
-            parts.append(current)
-            current = ""
-        else:
-            current += char
-    return [*parts, current]
+def test_a_bracketed_list_sweeps_as_whole_items():
+    """`train.fanouts=[25,10],[-1,-1]` is two jobs, one per list (not four comma pieces), in the
+    one grid expansion every caller shares (the sweep's job count, the claims' planned jobs)."""
+    grid = sweep_grid(["p=2,4"], {"train.fanouts": "[25,10],[-1,-1]", "seed": 0})
+    assert grid == {"train.fanouts": ["[25,10]", "[-1,-1]"], "seed": ["0"], "p": ["2", "4"]}
+    assert sweep_grid(["seed=1,2"], {"seed": "0"}) == {"seed": ["1", "2"]}  # the command line wins
+    job = composed(*(f"{key}={values[-1]}" for key, values in grid.items()))
+    assert list(job.train.fanouts) == [-1, -1]
+
+
+TRAINED = [(mode, model) for mode in ("centralized", "grad_avg", "model_avg")
+           for model in ("gat", "gcn", "mlp", "sage")]  # fmt: skip
+
+
+@pytest.mark.parametrize(("mode", "model"), TRAINED, ids=[f"{t}-{m}" for t, m in TRAINED])
+def test_the_loaders_read_what_hydra_composes(mode, model):
+    """spec_from_conf (tests and benchmarks) is the TrainSpec of the job Hydra composes for
+    `train=<mode> model=<name>`; composed() hands out copies of its cached configs."""
+    job = job_spec(composed(f"train={mode}", f"model={model}"))
+    assert spec_from_conf({"mode": mode}, {"name": model}) == job.train
+    config = composition.composed(f"train={mode}")
+    config["train"]["epochs"] = -1
+    assert composition.composed(f"train={mode}")["train"]["epochs"] == job.train.epochs

@@ -12,6 +12,7 @@ from test_run_key import BASE
 from test_specs import job_config
 
 from gnnbench import identity
+from gnnbench.errors import ConfigError
 from gnnbench.identity import as_text, book_path, is_neutral, run_key, run_keys, text_identity
 from gnnbench.partition.spec import PartitionSpec
 from gnnbench.spec_keys import ReadOnlyMap
@@ -111,7 +112,8 @@ def test_a_key_added_later_at_its_neutral_value_keeps_run_keys_and_book_paths(
 ):
     """At the neutral value (int, bool, float) a job keeps its run key and a partitioner its book;
     another value, or the neutral one in another type (2.0 for 2, 1 for true, 2 for 2.0), is a
-    config no earlier version ran: it gets keys of its own (and grid's or grem's error)."""
+    config no earlier version ran: it gets keys of its own (and, 2.0 for an int or 1 for a bool,
+    the partitioner spec's one-line type error)."""
     monkeypatch.setitem(identity.KEYS_ADDED_LATER, f"{section}.{key}", neutral)
     older, newer = _older_and_newer(section, partitioner, key, neutral)
     assert run_key(newer) == run_key(older)
@@ -120,8 +122,13 @@ def test_a_key_added_later_at_its_neutral_value_keeps_run_keys_and_book_paths(
     assert _book(spec) == _book(spec, key)
     for value in (other, retyped):
         assert run_key(_older_and_newer(section, partitioner, key, value)[1]) != run_key(older)
-        assert _book(PartitionSpec.defaults(partitioner, **{key: value})) != _book(spec, key)
         assert not is_neutral(f"{section}.{key}", value)
+    assert _book(PartitionSpec.defaults(partitioner, **{key: other})) != _book(spec, key)
+    if isinstance(neutral, float):  # an int fits a float parameter: a book of its own
+        assert _book(PartitionSpec.defaults(partitioner, **{key: retyped})) != _book(spec, key)
+    else:  # 2.0 for an int, 1 for a bool: refused when the spec is parsed (its annotation)
+        with pytest.raises(ConfigError, match=rf"^partitioner\.{key}: expected "):
+            PartitionSpec.defaults(partitioner, **{key: retyped})
 
 
 @pytest.mark.parametrize(

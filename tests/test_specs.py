@@ -129,6 +129,37 @@ def test_shared_values_are_checked(key, value):
         PartitionSpec.defaults("hash", **{key: value})
 
 
+@pytest.mark.parametrize(
+    ("name", "key", "value", "expected"),
+    [("ldg", "passes", 2.5, "int"), ("ldg", "passes", True, "int"),
+     ("ldg", "capacity_factor", "1.05", "float"), ("fennel", "alpha", "x", "float or null"),
+     ("quotient", "base_keys", [1], "a mapping"), ("quotient", "subpart_slack", True, "float"),
+     ("quotient", "base", 3, "str"), ("grem", "chunk_refinement", 1, "bool")],
+)  # fmt: skip
+def test_own_values_are_checked_against_the_annotations(name, key, value, expected):
+    """A partitioner's own key of the wrong type is one line at parse time, from its registered
+    function's annotation, not an error deep inside the algorithm."""
+    with pytest.raises(ConfigError) as caught:
+        PartitionSpec.defaults(name, **{key: value})
+    assert str(caught.value) == f"partitioner.{key}: expected {expected}, got {value!r}"
+
+
+def test_own_values_of_the_right_type_pass(monkeypatch):
+    """An int fits a float parameter, null an optional one; an unannotated one is not checked."""
+    assert PartitionSpec.defaults("ldg", capacity_factor=2, passes=3).params["capacity_factor"] == 2
+    assert PartitionSpec.defaults("fennel", alpha=None).params["alpha"] is None
+    nested = PartitionSpec.defaults("quotient", base_keys={"passes": 2}, subpart_slack=2)
+    assert nested.params["base_keys"] == {"passes": 2}
+
+    def untyped(store, p, seed, *, anything):
+        raise AssertionError("not called")
+
+    PARTITIONERS.names()  # every shipped partitioner registered first
+    monkeypatch.setitem(PARTITIONERS._items, "test_untyped", untyped)
+    config = {**default_config("hash"), "name": "test_untyped", "anything": object()}
+    assert PartitionSpec.from_config(config).params["anything"] is config["anything"]
+
+
 def test_shared_chunk_edges_reaches_the_partitioners_that_stream_by_it():
     assert PartitionSpec.defaults("spring", chunk_edges=97).kwargs()["chunk_edges"] == 97
     assert "chunk_edges" not in PartitionSpec.defaults("ldg").kwargs()

@@ -25,7 +25,14 @@ def test_command_line_replaces_an_experiment_axis():
 
 @pytest.mark.parametrize(
     "overrides",
-    [["p=2,4"], ["dataset=coauthor_cs"], ["+seed=0,1"], ["++seed=5", "~p"], ["model@m=sage,gcn"]],
+    [
+        ["p=2,4"],
+        ["dataset=coauthor_cs"],
+        ["+seed=0,1"],
+        ["++seed=5", "~p"],
+        ["model@m=sage,gcn"],
+        ["train.fanouts=[25,10],[-1,-1]"],
+    ],
 )
 def test_count_matches_hydras_grid(overrides):
     """The count is the length of the grid Hydra's own sweeper builds from the same overrides."""

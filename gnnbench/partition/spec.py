@@ -8,16 +8,23 @@ defaults of its own: gnnbench/conf/partitioner/<name>.yaml supplies every one.
 
 from __future__ import annotations
 
+import functools
 import inspect
+import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from gnnbench.data.store import GraphStore
 from gnnbench.errors import ConfigError
 from gnnbench.partition.base import PARTITIONERS, PartitionFn, PartitionResult
-from gnnbench.spec_keys import ReadOnlyMap, check_keys, plain, whole_at_least
+from gnnbench.spec_keys import (
+    ReadOnlyMap,
+    check_annotated,
+    check_keys,
+    plain,
+    whole_at_least,
+)
 
 # Keys of the shared block (gnnbench/conf/config.yaml); a partitioner function taking one of them
 # as a keyword (chunk_edges) receives the shared value.
@@ -39,6 +46,27 @@ def own_keys(partition_fn: PartitionFn) -> tuple[str, ...]:
         for name, parameter in inspect.signature(partition_fn).parameters.items()
         if parameter.kind is inspect.Parameter.KEYWORD_ONLY and name not in SHARED_KEYS
     )
+
+
+def own_values(partition_fn: PartitionFn, config: Mapping[str, Any]) -> dict[str, Any]:
+    """The algorithm's own keys of `config`, each checked against its parameter's annotation
+    (`partitioner.<key>: expected <type>, got <value>`, in one line, not deep inside the
+    algorithm); an unannotated parameter is not checked."""
+    annotations = _own_annotations(partition_fn)
+    return {
+        key: check_annotated(f"partitioner.{key}", config[key], annotations.get(key, Any))
+        for key in own_keys(partition_fn)
+    }
+
+
+@functools.cache
+def _own_annotations(partition_fn: PartitionFn) -> dict[str, Any]:
+    """The resolved annotations of the function's parameters (text under `from __future__ import
+    annotations`); none where they do not resolve (a name imported for type checking only)."""
+    try:
+        return typing.get_type_hints(partition_fn)
+    except Exception:
+        return {}
 
 
 def takes_keyword(partition_fn: PartitionFn, key: str) -> bool:
@@ -81,7 +109,7 @@ class PartitionSpec:
             refine_passes=whole_at_least("partitioner.refine_passes", config["refine_passes"], 0),
             refine_objective=check_refine_objective(config["refine_objective"]),
             feature_rows=check_choice("feature_rows", config["feature_rows"], FEATURE_ROWS),
-            params=ReadOnlyMap({key: config[key] for key in own}),
+            params=ReadOnlyMap(own_values(PARTITIONERS.get(name), config)),
         )
 
     @classmethod
@@ -133,32 +161,18 @@ def check_choice(key: str, value: Any, choices: tuple[str, ...]) -> str:
 
 
 def default_config(name: str) -> dict[str, Any]:
-    """The shared block of gnnbench/conf/config.yaml merged over
-    gnnbench/conf/partitioner/<name>.yaml (Hydra's order: the primary config's `_self_` comes after
-    the groups); `name` may be a preset."""
-    from omegaconf import OmegaConf
+    """The `partitioner` block Hydra composes for `partitioner=<name>`: gnnbench/conf/partitioner/
+    <name>.yaml (with the files its `defaults` list extends: a preset such as quotient_best.yaml)
+    under config.yaml's shared block; `name` may be a preset. A file setting a shared key is
+    one ConfigError naming it."""
+    from gnnbench.composition import composed_choice
+    from gnnbench.paths import CONF_DIR
 
-    from gnnbench.paths import CONF_DIR as conf
-
-    shared = OmegaConf.load(conf / "config.yaml")["partitioner"]
-    return plain(OmegaConf.merge(_group_file(conf / "partitioner", name), shared))
-
-
-def _group_file(group: Path, name: str) -> Any:
-    """gnnbench/conf/partitioner/<name>.yaml over the files its `defaults` list extends (a preset such as
-    quotient_best.yaml: `defaults: [quotient, _self_]` and the keys it changes), as Hydra
-    composes a group file extending another of its group."""
-    from omegaconf import OmegaConf
-
-    path = group / f"{name}.yaml"
+    path = CONF_DIR / "partitioner" / f"{name}.yaml"
     if not path.is_file():
         PARTITIONERS.get(name)  # an unknown name: the registry's one line
         raise ConfigError(f"{path}: not found (the config of partitioner={name})")
-    config = OmegaConf.load(path)
-    extends = [entry for entry in config.pop("defaults", []) if entry != "_self_"]
-    if not all(isinstance(entry, str) for entry in extends):
-        raise ConfigError(f"{path}: defaults: expected names of files beside it, got {extends}")
-    return OmegaConf.merge(*(_group_file(group, entry) for entry in extends), config)
+    return composed_choice("partitioner", name)
 
 
 def _positive_or_none(config: Mapping[str, Any], key: str) -> float | None:

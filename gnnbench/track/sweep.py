@@ -23,6 +23,7 @@ from typing import Any
 
 from hydra.experimental.callback import Callback
 
+from gnnbench.composition import sweep_grid, sweep_overrides
 from gnnbench.identity import sweep_id_of
 from gnnbench.torchrun import torchrun_rank
 from gnnbench.track.mlflow_run import one_line
@@ -64,23 +65,9 @@ def skipped_aliases(parent_tags: Mapping[str, str]) -> dict[str, str]:
     }
 
 
-def _parsed(overrides: list[str], sweeper_params: Mapping[str, Any]) -> dict:
-    """{key element: override}: as Hydra's BasicSweeper, hydra.sweeper.params first, then the
-    command line, one axis per key element (prefix and package included), so a key given later
-    replaces earlier choices."""
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-
-    given = [f"{key}={value}" for key, value in sweeper_params.items()] + list(overrides)
-    parsed = OverridesParser.create().parse_overrides(given)
-    return {override.get_key_element(): override for override in parsed}
-
-
 def count_jobs(overrides: list[str], sweeper_params: Mapping[str, Any]) -> int:
     """Number of jobs of a basic-sweeper grid: the product of the comma-separated choices."""
-    return math.prod(
-        len(list(o.sweep_string_iterator())) if o.is_sweep_override() else 1
-        for o in _parsed(overrides, sweeper_params).values()
-    )
+    return math.prod(len(values) for values in sweep_grid(overrides, sweeper_params).values())
 
 
 def planned_jobs(sweeper: Mapping[str, Any], overrides: list[str]) -> int | None:
@@ -95,7 +82,7 @@ def swept_keys(overrides: list[str], sweeper_params: Mapping[str, Any]) -> tuple
     """The config keys (or groups) the sweep gives more than one value."""
     return tuple(
         o.key_or_group
-        for o in _parsed(overrides, sweeper_params).values()
+        for o in sweep_overrides(overrides, sweeper_params).values()
         if o.is_sweep_override() and not o.key_or_group.startswith("hydra")
     )
 

@@ -195,35 +195,31 @@ def _train_values(train: Mapping[str, Any]) -> dict[str, Any]:
 def spec_from_conf(
     train: Mapping[str, Any], model: Mapping[str, Any] | None = None, **axes: int
 ) -> TrainSpec:
-    """A TrainSpec from the YAML defaults of train.mode's and model.name's config files with
-    `train`, `model` and the axes (sync_interval, seed, num_workers) laid over them: for tests,
-    benchmarks and scripts that train without Hydra."""
-    from omegaconf import OmegaConf
+    """A TrainSpec from what Hydra composes for `train=<train.mode> model=<model.name>` (the
+    default model without a name) with `train`, `model` and the axes (sync_interval, seed,
+    num_workers) laid over it: for tests, benchmarks and scripts that train without Hydra. A mode
+    without a config file (a plugin's) or without the shared keys (none) gets
+    gnnbench/conf/shared/train.yaml's."""
+    from gnnbench.composition import composed
+    from gnnbench.paths import CONF_DIR
 
-    from gnnbench.paths import CONF_DIR as conf
-
-    top = OmegaConf.to_container(OmegaConf.load(conf / "config.yaml"))
     model = dict(model or {})
-    choices = {key: value for item in top["defaults"] if isinstance(item, dict)
-               for key, value in item.items()}  # fmt: skip
-    name = model.get("name", choices["model"])
-    model_defaults = _yaml(conf / "model" / f"{name}.yaml")
-    mode_path = conf / "train" / f"{train['mode']}.yaml"  # a plugin mode may have none
-    mode_file = _yaml(mode_path) if mode_path.is_file() else {}
-    train_defaults = {**_yaml(conf / "shared" / "train.yaml"), **mode_file}
-    values = {"sync_interval": top["sync_interval"], "seed": top["seed"]}
-    values["num_workers"] = top["num_gpus"]
+    mode = str(train["mode"])
+    has_file = (CONF_DIR / "train" / f"{mode}.yaml").is_file()
+    choices = [f"train={mode}" if has_file else "~train", "+shared@shared_train=train"]
+    if "name" in model:
+        path = CONF_DIR / "model" / f"{model['name']}.yaml"
+        if not path.is_file():
+            raise ConfigError(f"{path}: no such config file")
+        choices.append(f"model={model['name']}")
+    config = composed(*choices)
+    train_defaults = {**config["shared_train"], **(config.get("train") or {})}
+    values = {"sync_interval": config["sync_interval"], "seed": config["seed"]}
+    values["num_workers"] = config["num_gpus"]
     values.update(axes)
-    return TrainSpec.from_config({**train_defaults, **train}, {**model_defaults, **model}, **values)
-
-
-def _yaml(path: Path) -> dict[str, Any]:
-    from omegaconf import OmegaConf
-
-    if not path.is_file():
-        raise ConfigError(f"{path}: no such config file")
-    loaded = OmegaConf.to_container(OmegaConf.load(path))
-    return {key: value for key, value in loaded.items() if key != "defaults"}
+    return TrainSpec.from_config(
+        {**train_defaults, **train}, {**config["model"], **model}, **values
+    )
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from gnnbench.atomic import atomic_write_bytes
+from gnnbench.composition import sweep_grid
 from gnnbench.errors import DataError, GnnbenchError
 from gnnbench.identity import KEYS_ADDED_LATER, as_text, text_identity
 from gnnbench.paths import CONF_DIR, REPO_ROOT
@@ -116,8 +117,9 @@ def _column(key: str) -> str:
 
 
 def _sweep_grid(cfg) -> dict[str, list[str]]:
-    """{override key: its swept values} of a composed experiment config."""
-    return {key: str(values).split(",") for key, values in cfg.hydra.sweeper.params.items()}
+    """{override key: its swept values} of a composed experiment config (Hydra's grammar: a
+    bracketed list `[25,10],[-1,-1]` is two values)."""
+    return sweep_grid((), dict(cfg.hydra.sweeper.params))
 
 
 def planned_jobs(configs: Sequence[str]) -> tuple[list[str], set]:
