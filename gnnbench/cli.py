@@ -214,8 +214,8 @@ def check_overrides(configs: HydraConfigs) -> None:
 
 
 def check_shared_keys(configs: HydraConfigs) -> None:
-    """No partitioner file the command line runs (each choice of each selection: the command
-    line's, an experiment's, its sweep's) sets a key every partitioner shares."""
+    """No partitioner or dataset file the command line runs (each choice of each selection: the
+    command line's, an experiment's, its sweep's) sets a key every file of its group shares."""
     from gnnbench.composition import SHARED_BLOCK_GROUPS, sweep_grid
 
     parsed = _parsed_plain_overrides(configs)

@@ -22,8 +22,9 @@ from gnnbench.paths import CONF_DIR, REPO_ROOT
 
 CONFIG_NAME = "config"  # the primary config file: gnnbench/conf/config.yaml
 # The groups whose block in config.yaml holds the keys every choice shares (README, "Keys every
-# partitioner shares"); a file of the group setting one of them is an error.
-SHARED_BLOCK_GROUPS = ("partitioner",)
+# partitioner shares", "Keys every dataset shares"); a file of the group setting one of them is
+# an error, since the block would override it without a word.
+SHARED_BLOCK_GROUPS = ("partitioner", "dataset")
 
 
 def sweep_overrides(

@@ -156,11 +156,22 @@ def test_a_partitioner_file_setting_a_shared_key_is_one_line(shared_key_dir, arg
         check_shared_keys(configs)
 
 
-def test_the_shipped_partitioner_files_set_no_shared_key():
-    configs = HydraConfigs([])
-    check_shared_keys(
-        HydraConfigs(["-m", f"partitioner={','.join(configs.choices('partitioner'))}"])
+def test_a_dataset_file_setting_a_shared_key_is_one_line(tmp_path):
+    """The same rule for config.yaml's dataset block (import_memory_gb here)."""
+    (tmp_path / "dataset").mkdir()
+    (tmp_path / "dataset" / "big.yaml").write_text(
+        "defaults: [synthetic, _self_]\n\nimport_memory_gb: 8\n"
     )
+    configs = HydraConfigs([f"--config-dir={tmp_path}", "dataset=big"])
+    with pytest.raises(ConfigError, match=r"dataset/big\.yaml: sets import_memory_gb, a key every "
+                       r"dataset shares \(set it in config\.yaml's dataset block"):  # fmt: skip
+        check_shared_keys(configs)
+
+
+def test_the_shipped_partitioner_and_dataset_files_set_no_shared_key():
+    configs = HydraConfigs([])
+    for group in ("partitioner", "dataset"):
+        check_shared_keys(HydraConfigs(["-m", f"{group}={','.join(configs.choices(group))}"]))
     check_shared_keys(HydraConfigs(["-m", "experiment=partition_quality"]))  # its sweep's choices
 
 
