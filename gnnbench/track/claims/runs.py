@@ -4,8 +4,6 @@ committed CSVs the doc is made from, and counted against the jobs their configs 
 from __future__ import annotations
 
 import itertools
-import subprocess
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -33,14 +31,10 @@ GROUP_COLUMNS = {"dataset": "dataset.name", "partitioner": "partitioner.name",
 
 def run_claims(claims: Sequence[Claim], tracking_uri: str) -> None:
     """Each claim's sweeps, one after another; a sweep with failed jobs is reported, not fatal."""
+    from gnnbench.track.report.experiment_docs import sweep
+
     for claim in claims:
-        for config in claim.all_configs:
-            command = [sys.executable, "-m", "gnnbench", "-m", f"experiment={config}"]
-            command.append(f"tracking.uri={tracking_uri}")
-            print("$", " ".join(command[1:]), flush=True)
-            status = subprocess.run(command, cwd=REPO_ROOT).returncode
-            if status:
-                print(f"claims.py: experiment={config} exited {status}", file=sys.stderr)
+        sweep(*claim.all_configs, tracking_uri=tracking_uri, may_fail=True)
 
 
 def store_runs(tracking_uri: str, experiment: str) -> pd.DataFrame:

@@ -29,13 +29,16 @@ def sweep(
     """`python -m gnnbench -m experiment=<name> [overrides]` for each, logged to `tracking_uri`
     (the store the doc is then read from; a resumed sweep skips finished jobs).
 
-    `may_fail`: the sweep's jobs are expected to fail (a memory cap), so its exit status is not 0.
+    `may_fail`: a sweep with failed jobs (a memory cap) is reported and the next one runs;
+    otherwise it raises.
     """
     for experiment in experiments:
         command = [sys.executable, "-m", "gnnbench", "-m", f"experiment={experiment}", *overrides]
         command.append(f"tracking.uri={tracking_uri}")
         print("$", " ".join(command[1:]), flush=True)
-        subprocess.run(command, cwd=REPO_ROOT, check=not may_fail)
+        status = subprocess.run(command, cwd=REPO_ROOT, check=not may_fail).returncode
+        if status:
+            print(f"experiment={experiment} exited {status}", file=sys.stderr, flush=True)
 
 
 def write_table_doc(doc: Path, lines: list[str], frame: pd.DataFrame) -> None:
