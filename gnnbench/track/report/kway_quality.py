@@ -155,7 +155,8 @@ def section(runs: pd.DataFrame) -> list[str]:
         f"(HeiStream with a 1024-node buffer) and `{TARGET}`. Ratios are taken per cell, then",
         "averaged. Time ratios on these small graphs mostly compare fixed costs (process start,",
         f"imports excluded, CSR build) and ran at a 1-minute load of {loads.min():.1f}-"
-        f"{loads.max():.1f} on 2 cores (see the CSV per row): read them as rough.",
+        f"{loads.max():.1f} on 2 cores (see the CSV per row): read them as rough. The same",
+        "algorithms at scale on a graph with locality: docs/rgg_scale.md.",
         "",
         "| config | cells | edge cut / METIS (mean) | worst | RF / METIS (mean) | worst "
         "| worst balance | time / METIS | peak / METIS | cut / KaMinPar strong (mean) | worst |",
