@@ -149,8 +149,8 @@ def _fits_sequence(value: Any, args: tuple) -> bool:
 
 
 def describe(annotation: Any) -> str:
-    """An annotation as an error line names it: `float or null`, `one of 'id', 'random'`,
-    `a list of int`."""
+    """An annotation as an error line names it: `a number or null`, `one of 'id', 'random'`,
+    `a list of a whole number`."""
     import types
     import typing
     from collections.abc import Sequence
@@ -167,4 +167,8 @@ def describe(annotation: Any) -> str:
         return f"a list of {describe(args[0])}" if whole else "a list"
     if origin in (dict, Mapping):
         return "a mapping"
-    return getattr(annotation, "__name__", str(annotation))
+    return PLAIN_NAMES.get(annotation, getattr(annotation, "__name__", str(annotation)))
+
+
+# The words every other one-line config error uses for these types
+PLAIN_NAMES = {int: "a whole number", float: "a number", bool: "true or false", str: "a string"}

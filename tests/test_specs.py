@@ -131,10 +131,10 @@ def test_shared_values_are_checked(key, value):
 
 @pytest.mark.parametrize(
     ("name", "key", "value", "expected"),
-    [("ldg", "passes", 2.5, "int"), ("ldg", "passes", True, "int"),
-     ("ldg", "capacity_factor", "1.05", "float"), ("fennel", "alpha", "x", "float or null"),
-     ("quotient", "base_keys", [1], "a mapping"), ("quotient", "subpart_slack", True, "float"),
-     ("quotient", "base", 3, "str"), ("grem", "chunk_refinement", 1, "bool")],
+    [("ldg", "passes", 2.5, "a whole number"), ("ldg", "passes", True, "a whole number"),
+     ("ldg", "capacity_factor", "1.05", "a number"), ("fennel", "alpha", "x", "a number or null"),
+     ("quotient", "base_keys", [1], "a mapping"), ("quotient", "subpart_slack", True, "a number"),
+     ("quotient", "base", 3, "a string"), ("grem", "chunk_refinement", 1, "true or false")],
 )  # fmt: skip
 def test_own_values_are_checked_against_the_annotations(name, key, value, expected):
     """A partitioner's own key of the wrong type is one line at parse time, from its registered
