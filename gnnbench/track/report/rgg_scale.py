@@ -4,6 +4,7 @@ docs/rgg_scale.md (+ .csv) from the MLflow runs of experiment=rgg_scale
 
 from __future__ import annotations
 
+import math
 from functools import cache
 
 import pandas as pd
@@ -128,10 +129,11 @@ def target_line(frame: pd.DataFrame) -> str:
                      f"(target <= {CUT_TARGET}: {verdict})")  # fmt: skip
     if "metis" in done.index:
         ratio = row.partition_peak_mb / done.loc["metis", "partition_peak_mb"]
-        verdict = "met" if ratio <= PEAK_TARGET else "missed"
-        parts.append(
-            f"peak {ratio:.4f}x METIS's (target <= {PEAK_TARGET} at 10 M edges: {verdict})"
-        )
+        if abs(math.log10(frame["edges"].max() / 1e7)) < 0.5:  # the issue sets it at ~10 M edges
+            verdict = "met" if ratio <= PEAK_TARGET else "missed"
+            parts.append(f"peak {ratio:.4f}x METIS's (target <= {PEAK_TARGET}: {verdict})")
+        else:
+            parts.append(f"peak {ratio:.4f}x METIS's")
     return f"`{TARGET}`: " + "; ".join(parts or ["no in-memory run finished to compare with"]) + "."
 
 
