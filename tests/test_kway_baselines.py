@@ -175,9 +175,10 @@ def test_package_out_of_memory_under_the_cap_is_out_of_memory(gnnbench_home, nam
         import {name}
         store = GraphStore(Path({str(store.path)!r}))
         store.csr(np.int32)  # compiled before the cap
+        spec = PartitionSpec.defaults({name!r})  # the config's composition is not the package's
         apply_memory_limit(private_bytes() + int({2 * ours_mb} * 2**20))
         try:
-            PartitionSpec.defaults({name!r}).run(store, 4, 0)
+            spec.run(store, 4, 0)
             print("finished")
         except MemoryError as exc:
             print("out of memory", is_out_of_memory(exc, True), exc)

@@ -61,7 +61,7 @@ def test_restream_deterministic_per_seed(name, tmp_path):
 @pytest.mark.parametrize("passes", [0, -1, 1.5, True, "2"])
 def test_bad_passes(passes, tmp_path):
     store = make_store(tmp_path / "s", RESTREAM_EDGES, 6)
-    with pytest.raises(ConfigError, match="partitioner.passes: expected a whole number >= 1"):
+    with pytest.raises(ConfigError, match="partitioner.passes: expected a whole number"):
         ldg(store, 2, 0, passes=passes)
 
 

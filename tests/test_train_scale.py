@@ -145,7 +145,10 @@ def test_seeded_run_is_unchanged(key, gnnbench_home):
     spec = spec_from_conf(train, SAGE, num_workers=workers, seed=0)
     result = run_training(store_path=store.path, book_path=book.path if book else None, spec=spec)
     losses, val, test_micro, test_macro = RECORDED[key]
-    assert [epoch["train_loss"] for epoch in result.history] == losses
+    # float reductions differ across CPUs (vector widths of torch's kernels): the same batches
+    # and RNG give losses equal to ~1e-8 relative there; another batch or draw moves them by far
+    # more. F1 counts predictions and stays exact.
+    assert [epoch["train_loss"] for epoch in result.history] == pytest.approx(losses, rel=1e-6)
     assert [epoch["val_f1_micro"] for epoch in result.history] == val
     assert (result.test_f1_micro, result.test_f1_macro) == (test_micro, test_macro)
     assert np.isfinite(result.train_peak_rss_mb) and result.train_peak_rss_mb > 0
