@@ -21,11 +21,13 @@ def test_reset_forgets_an_earlier_peak():
     assert peak_rss_mb() > 300
     del block
     with PeakRss() as rss:
-        small = np.ones(20 * MB // 8)
+        # above glibc's largest mmap threshold (32 MB): fresh pages, never free heap that an
+        # earlier test in this process left resident (a 20 MB block there grew the RSS by 0)
+        small = np.ones(40 * MB // 8)
     del small
     assert rss.reset
-    assert rss.peak_mb < rss.start_mb + 60  # the 300 MB block before the reset is not counted
-    assert 15 < rss.growth_mb < 60
+    assert rss.peak_mb < rss.start_mb + 80  # the 300 MB block before the reset is not counted
+    assert 35 < rss.growth_mb < 80
 
 
 def test_child_does_not_inherit_the_parents_peak():
