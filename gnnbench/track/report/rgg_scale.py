@@ -9,6 +9,7 @@ from functools import cache
 
 import pandas as pd
 
+from gnnbench.identity import as_text
 from gnnbench.paths import CONF_DIR, REPO_ROOT
 from gnnbench.track.report.experiment_docs import write_table_doc
 from gnnbench.track.report.query import experiment_runs, newest_per_job
@@ -42,7 +43,8 @@ def label(params: dict) -> str:
     name = params.get("partitioner.name", "?")
     for preset, (base, keys) in _presets().items():
         if base == name and all(
-            params.get(f"partitioner.{key}") == str(value) for key, value in keys.items()
+            as_text(params.get(f"partitioner.{key}")) == as_text(value)
+            for key, value in keys.items()
         ):
             return preset
     if name in MODE_KEYS:
