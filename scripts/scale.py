@@ -5,6 +5,7 @@
     python scripts/scale.py --sizes --billion       # experiment=billion: 1 B edges, p=16 (hours)
     python scripts/scale.py --no-run                # only rebuild the doc from docs/scale.csv
     python scripts/scale.py --sizes --training 1000000 10000000   # papers_scale training rows
+    python scripts/scale.py --sizes --training 100000000 --partitioners spring   # 1 B edges
 
 Per size: the import into a GraphStore (timed by the data stage), then the real partition stage
 (a fresh process under memray) for each partitioner, p=8, a structure-only book (node_data=False,
@@ -76,7 +77,8 @@ def main() -> None:
                 scale.graph_config(size, args.features), size, runs, args.p, csv, args.rerun
             )
         for nodes in [int(nodes) for nodes in args.training]:
-            scale.run_training(nodes, Path(os.environ["GNNBENCH_HOME"]), TRAINING_CSV)
+            home = Path(os.environ["GNNBENCH_HOME"])
+            scale.run_training(nodes, home, TRAINING_CSV, args.partitioners and names)
         if args.billion:
             graph, p, runs = scale.billion_experiment()
             if args.partitioners:

@@ -14,6 +14,7 @@ from pathlib import Path
 import pandas as pd
 from omegaconf import OmegaConf
 
+from gnnbench.composition import sweep_grid
 from gnnbench.data.datasets import prepare_dataset
 from gnnbench.data.store import read_json
 from gnnbench.errors import GnnbenchError
@@ -64,9 +65,14 @@ def billion_experiment() -> tuple[dict, int, list[tuple[str, dict]]]:
         OmegaConf.load(CONF_DIR / "dataset" / "synthetic.yaml"), experiment.dataset
     )
     shared = OmegaConf.to_container(experiment.get("partitioner", {}))
-    names = str(experiment.hydra.sweeper.params.partitioner).split(",")
-    runs = [(name, partitioner_config(name, **shared)) for name in names]
+    runs = [(name, partitioner_config(name, **shared)) for name in swept_partitioners("billion")]
     return OmegaConf.to_container(dataset), int(experiment.p), runs
+
+
+def swept_partitioners(experiment: str) -> list[str]:
+    """The partitioners an experiment config sweeps, in its order."""
+    config = OmegaConf.load(CONF_DIR / "experiment" / f"{experiment}.yaml")
+    return sweep_grid(sweeper_params=config.hydra.sweeper.params)["partitioner"]
 
 
 def partitioner_config(name: str, **overrides) -> dict:
@@ -151,23 +157,43 @@ def training_epochs(num_nodes: int) -> int:
     return max(1, round(4e7 / num_nodes))
 
 
-def run_training(num_nodes: int, home: Path, csv: Path) -> None:
-    """experiment=papers_scale at `num_nodes` (SPRING and LDG) and its MLP control, as a user runs
-    them, into a store of their own; every finished run of that store is merged into `csv`."""
+def run_training(
+    num_nodes: int, home: Path, csv: Path, partitioners: list[str] | None = None
+) -> None:
+    """experiment=papers_scale at `num_nodes`, one of its partitioners (or `partitioners`) at a
+    time as a user runs it, into a store of their own; the first partitioner's partitions also
+    train the MLP control. Each job's
+    row is merged into `csv` as soon as it finishes, so an interrupted size keeps what it measured.
+
+    A partitioner's book is deleted once its jobs are done: at 1 B edges the store (35 GB) and
+    one book (~36 GB) fill this machine's disk, so the next book needs that space. The figures
+    are in the MLflow store; a rerun of a finished job is skipped by the job's identity."""
     uri = f"sqlite:///{home / 'scale_training.db'}"
     epochs = training_epochs(num_nodes)
     command = [sys.executable, "-m", "gnnbench", "experiment=papers_scale",
                f"dataset.num_nodes={num_nodes}", f"train.epochs={epochs}",
                f"train.eval_every={epochs}", f"tracking.uri={uri}",
                f"tracking.experiment={scale_training.EXPERIMENT}"]  # fmt: skip
-    load = round(os.getloadavg()[0], 1)
-    subprocess.run([*command, "-m"], check=True)
-    subprocess.run([*command, "model=mlp", "partitioner=spring"], check=True)
-    rows = scale_training.runs_frame(uri)
-    rows = rows[rows.nodes == num_nodes].assign(
-        measured_utc=time.strftime("%Y-%m-%d %H:%M", time.gmtime()), load_1m=load
-    )
+    for index, name in enumerate(partitioners or swept_partitioners("papers_scale")):
+        models = ["sage", "mlp"] if index == 0 else ["sage"]
+        for model in models:
+            load = round(os.getloadavg()[0], 1)
+            subprocess.run([*command, f"partitioner={name}", f"model={model}"], check=True)
+            merge_training_row(uri, csv, num_nodes, name, model, load)
+        shutil.rmtree(home / "partitions", ignore_errors=True)
+
+
+def merge_training_row(
+    uri: str, csv: Path, num_nodes: int, partitioner: str, model: str, load: float
+) -> None:
+    """The store's row of one training job into `csv`, replacing the same (size, partitioner,
+    model), stamped with when it was merged and the load average its job started under."""
+    runs = scale_training.runs_frame(uri)
+    new = runs[
+        (runs.nodes == num_nodes) & (runs.partitioner == partitioner) & (runs.model == model)
+    ].assign(measured_utc=time.strftime("%Y-%m-%d %H:%M", time.gmtime()), load_1m=load)
     if csv.is_file():
         old = pd.read_csv(csv)
-        rows = pd.concat([old[old.nodes != num_nodes], rows], ignore_index=True)
-    rows.sort_values(["edges", "model", "partitioner"]).to_csv(csv, index=False)
+        same = (old.nodes == num_nodes) & (old.partitioner == partitioner) & (old.model == model)
+        new = pd.concat([old[~same], new], ignore_index=True)
+    new.sort_values(["edges", "model", "partitioner"]).to_csv(csv, index=False)
