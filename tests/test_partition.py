@@ -92,6 +92,11 @@ def test_book_round_trip_and_cache(triangles, gnnbench_home):
         part = book.load(i)
         np.testing.assert_array_equal(part.features, features[part.nodes])
         np.testing.assert_array_equal(part.labels, part.nodes % 2)
+        # narrow on disk (2 classes: int8 labels; ids and offsets int32), int64 once loaded
+        on_disk = {name: np.load(book.path / f"part-{i}" / f"{name}.npy").dtype
+                   for name in ("nodes", "indptr", "label")}  # fmt: skip
+        assert on_disk == {"nodes": np.int32, "indptr": np.int32, "label": np.int8}
+        assert part.nodes.dtype == part.indptr.dtype == part.labels.dtype == np.int64
         owned = part.nodes[: part.num_owned]
         assert set(owned[part.split["train"]].tolist()) <= {0, 3}
     again, cached = run_partition_stage(triangles, partitioner=config, p=2, seed=0)
@@ -142,3 +147,20 @@ def test_structure_only_book(triangles, gnnbench_home):
         triangles, partitioner=config, p=2, seed=0, node_data=False
     )
     assert cached and reused.path == full.path  # a full book serves a partition-only run
+
+
+@pytest.mark.parametrize(
+    ("stored", "num_classes", "expected"),
+    [
+        (np.int64, 2, np.int8),
+        (np.int64, 172, np.int16),  # Papers100M's classes
+        (np.int64, 40_000, np.int32),
+        (np.int32, 127, np.int8),
+        (np.uint8, 121, np.uint8),  # multi-label columns stay as stored
+        (np.float32, 3, np.float32),
+    ],
+)
+def test_book_label_dtype_is_the_smallest_that_holds_the_classes(stored, num_classes, expected):
+    from gnnbench.partition.gnn_ready import book_label_dtype
+
+    assert book_label_dtype(np.dtype(stored), num_classes) == np.dtype(expected)

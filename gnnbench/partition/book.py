@@ -106,13 +106,20 @@ class PartitionBook:
             ) from None
         except (OSError, ValueError, EOFError, KeyError) as exc:
             raise DataError(f"{part}: unreadable partition file ({exc})") from None
+        # ids, offsets and class labels are stored narrow (gnn_ready.narrowest_int,
+        # book_label_dtype) and widened here: every reader sees int64, as before
+        nodes = arrays["nodes"].astype(np.int64, copy=False)
+        indptr = arrays["indptr"].astype(np.int64, copy=False)
+        labels = arrays["label"]
+        if labels.dtype.kind == "i":
+            labels = labels.astype(np.int64, copy=False)
         return LocalPartition(
-            nodes=arrays["nodes"],
+            nodes=nodes,
             num_owned=int(self.part_meta(i)["num_owned"]),
-            indptr=arrays["indptr"],
+            indptr=indptr,
             indices=arrays["indices"],
-            features=self.features(i, arrays["nodes"]),
-            labels=arrays["label"],
+            features=self.features(i, nodes),
+            labels=labels,
             split=local_split,
         )
 

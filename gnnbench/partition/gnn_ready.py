@@ -218,8 +218,8 @@ def _write_structure(store, owner, members, role, local_of, i, out_dir) -> dict:
     cursor = np.zeros(len(nodes), dtype=np.int32 if len(indices) < 2**31 else np.int64)
     indptr, cut = local_csr(edges, nodes, owned, local_of, cursor, indices)
     del edges, cursor
-    np.save(part_dir / "nodes.npy", nodes)
-    np.save(part_dir / "indptr.npy", indptr)
+    np.save(part_dir / "nodes.npy", nodes.astype(store.id_dtype, copy=False))
+    np.save(part_dir / "indptr.npy", indptr.astype(narrowest_int(indptr[-1]), copy=False))
     np.save(part_dir / "indices.npy", indices)
     owned_role = role[nodes[:owned]]
     split = {
@@ -246,14 +246,35 @@ def _write_node_data(store, owner, members, sizes, out_dir, copy_features: bool)
         sources.append(("feat.npy", features, features.dtype))
     if (store.path / "label.npy").is_file():
         labels = NpyLayout.read(store.path / "label.npy")
-        sources.append(("label.npy", labels, labels.dtype))
+        sources.append(("label.npy", labels, book_label_dtype(labels.dtype, store.num_classes)))
     rows = sum(size["num_nodes"] for size in sizes)  # RF x |V|
-    needed = sum(rows * layout.row_bytes for _, layout, _ in sources)
+    needed = sum(
+        rows * int(np.prod(layout.shape[1:], dtype=np.int64)) * np.dtype(dtype).itemsize
+        for _, layout, dtype in sources
+    )
     what = " and ".join(name for name, _, _ in sources) + " rows of every partition"
     check_disk_space(out_dir, needed, what)
     for name, layout, dtype in sources:
         paths = [out_dir / f"part-{i}" / name for i in range(len(sizes))]
         _scatter_rows(layout, dtype, members, owner, sizes, paths)
+
+
+def narrowest_int(largest: int) -> np.dtype:
+    """int32 for values below 2^31, else int64: a book's ids and offsets on disk (its reader
+    widens them to int64 on load, so only the disk is saved: 4 bytes per RF x |V| each)."""
+    return np.dtype(np.int32 if int(largest) < 2**31 else np.int64)
+
+
+def book_label_dtype(stored: np.dtype, num_classes: int) -> np.dtype:
+    """A book's label.npy dtype: single-label classes (0..C-1, with -1 for none) in the
+    smallest signed integer that holds them, widened to int64 on load; multi-label rows (uint8
+    columns) as stored. At 100 M nodes and RF 8.6 int16 saves 5 GB of the book against int64."""
+    if stored.kind not in "iu" or stored.itemsize == 1:
+        return stored
+    for candidate in (np.int8, np.int16, np.int32):
+        if num_classes <= np.iinfo(candidate).max:
+            return np.dtype(candidate)
+    return stored
 
 
 def _metrics(store, owner, p, sizes, edge_count, cut, role, passes) -> dict:
