@@ -112,6 +112,8 @@ def _check_one_meter(store, book) -> None:
 
 @pytest.mark.fault("baseline: pyg_metis not set up")
 def test_missing_pyg_environment_names_the_setup_command(monkeypatch):
+    """Without torch-sparse's METIS, require_pyg_metis raises BaselineUnavailable naming the
+    command `python -m gnnbench setup pyg_metis`."""
     monkeypatch.setattr(baseline_envs, "torch_sparse_with_metis", lambda: False)
     with pytest.raises(BaselineUnavailable, match="python -m gnnbench setup pyg_metis"):
         baseline_envs.require_pyg_metis()
@@ -135,6 +137,9 @@ def _one_job_failed(tmp_path, overrides, finished: str, failed: str, error_type:
 @pytest.mark.fault("baseline: distdgl_metis not set up, in a sweep")
 @requires_dataset(CORA)
 def test_missing_distdgl_environment_fails_its_job_only(tmp_path, gnnbench_home):
+    """In a sweep of metis and distdgl_metis without the DistDGL environment, the sweep exits 1:
+    metis FINISHED, distdgl_metis FAILED with error_type BaselineUnavailable, and stderr names
+    `python -m gnnbench setup distdgl_metis`."""
     completed, _, _ = _one_job_failed(
         tmp_path, ["dataset=cora"], "metis", "distdgl_metis", "BaselineUnavailable"
     )
@@ -144,6 +149,8 @@ def test_missing_distdgl_environment_fails_its_job_only(tmp_path, gnnbench_home)
 @pytest.mark.fault("baseline: a missing baseline in a single run")
 @requires_dataset(CORA)
 def test_missing_environment_single_run_is_one_line(tmp_path, gnnbench_home):
+    """A single run of partitioner=distdgl_metis without its environment exits 2; the last stderr
+    line is a gnnbench error naming partitioner=distdgl_metis and mentioning setup."""
     completed = gnnbench(tmp_path, "dataset=cora", "partitioner=distdgl_metis", "train=none")
     assert completed.returncode == 2
     line = completed.stderr.strip().splitlines()[-1]
@@ -164,6 +171,8 @@ def test_cap_below_what_the_process_holds_is_one_line(tmp_path, gnnbench_home):
 
 @pytest.mark.fault("config: setup of an unknown baseline")
 def test_setup_rejects_unknown_names(tmp_path):
+    """`gnnbench setup` of an unknown name exits 2 and lists the names it accepts (pyg_metis,
+    distdgl_metis)."""
     completed = gnnbench(tmp_path, "setup", "metis_for_everyone")
     assert completed.returncode == 2
     assert "expected one or more of pyg_metis, distdgl_metis" in completed.stderr

@@ -204,6 +204,8 @@ MALFORMED_METIS = {
 @pytest.mark.fault("bad input: a malformed METIS .graph file")
 @pytest.mark.parametrize("case", sorted(MALFORMED_METIS))
 def test_metis_malformed_is_one_line_error(case, tmp_path, gnnbench_home):
+    """Each malformed .graph file is one DataError on a single line that starts with the file's
+    path and states the fault; neither a store nor a temporary directory is left."""
     text, message = MALFORMED_METIS[case]
     path = tmp_path / "bad.graph"
     path.write_text(text)
@@ -270,6 +272,9 @@ def test_edgelist_spans_several_blocks(tmp_path, gnnbench_home, monkeypatch):
 )
 @pytest.mark.fault("bad input: a malformed edge list")
 def test_edgelist_malformed(text, options, message, tmp_path, gnnbench_home):
+    """Each malformed edge list (a non-integer token, a line with the wrong number of ids, a
+    negative, out-of-range or over-int64 id, no edges at all) is a DataError naming the file and
+    the fault, with the line number where there is one."""
     path = tmp_path / "bad.txt"
     path.write_text(text)
     with pytest.raises(DataError, match=message) as error:
@@ -279,6 +284,8 @@ def test_edgelist_malformed(text, options, message, tmp_path, gnnbench_home):
 
 @pytest.mark.fault("bad input: a truncated gzip edge list")
 def test_edgelist_truncated_gzip(tmp_path, gnnbench_home):
+    """A gzip edge list cut in half is a DataError that starts with the file's path and says
+    'truncated or corrupt gzip'."""
     data = gzip.compress(b"".join(b"%d %d\n" % (i, i + 1) for i in range(20000)))
     path = tmp_path / "cut.txt.gz"
     path.write_bytes(data[: len(data) // 2])
@@ -289,6 +296,8 @@ def test_edgelist_truncated_gzip(tmp_path, gnnbench_home):
 
 @pytest.mark.fault("bad input: a missing raw file, a bad delimiter")
 def test_missing_raw_file_and_bad_delimiter(tmp_path, gnnbench_home):
+    """A raw file that does not exist is a DataError saying 'not found'; a delimiter of ';;' is a
+    ConfigError naming dataset.delimiter."""
     with pytest.raises(DataError, match="not found"):
         prepare_dataset({"name": "x", "source": "edgelist", "path": str(tmp_path / "nope.txt")})
     (tmp_path / "e.txt").write_text("0 1\n")
@@ -301,6 +310,9 @@ def test_missing_raw_file_and_bad_delimiter(tmp_path, gnnbench_home):
 # --- npz and pickles: malformed ------------------------------------------------------------------
 @pytest.mark.fault("bad input: an npz missing a key, or truncated")
 def test_npz_missing_key_and_truncated_file(tmp_path, gnnbench_home):
+    """An npz without adj_shape is a DataError naming the missing key (with it the graph
+    imports); a truncated npz is a DataError naming the file, and a text file is one saying it is
+    not an .npz (zip) archive."""
     path = tmp_path / "g.npz"
     np.savez(
         path, adj_data=np.ones(2), adj_indices=np.array([1, 0]), adj_indptr=np.array([0, 1, 2])
@@ -327,6 +339,8 @@ def test_npz_missing_key_and_truncated_file(tmp_path, gnnbench_home):
 @pytest.mark.fault("bad input: a truncated or foreign Planetoid pickle")
 @requires_dataset(CORA)
 def test_planetoid_truncated_or_foreign_pickle(tmp_path, gnnbench_home):
+    """A truncated ind.cora.graph is a DataError saying it is not a readable Planetoid pickle; a
+    pickle holding another object (shutil.rmtree) is a DataError naming that unexpected object."""
     folder = tmp_path / "planetoid"
     shutil.copytree(RAW_DIR / "planetoid", folder)
     config = {"name": "cora", "source": "planetoid", "path": str(folder), "planetoid_name": "cora"}
@@ -408,6 +422,9 @@ def test_ogb_binary_layout(tmp_path, gnnbench_home):
 
 @pytest.mark.fault("bad input: a malformed OGB raw directory")
 def test_ogb_malformed(tmp_path, gnnbench_home):
+    """An OGB raw directory with a label file one row short, an edge to a node out of range, or a
+    corrupt edge.csv.gz is a DataError naming the file and the fault; a missing ogb_name
+    directory is a DataError saying 'not found'."""
     directory = write_ogb(tmp_path, ["0", "1", "2", "0", "1"], features=False)  # one label short
     config = {"name": "tiny", "source": "ogb", "path": str(tmp_path), "ogb_name": "ogbn-tiny"}
     with pytest.raises(DataError, match=r"node-label\.csv\.gz: labels has 5 rows, expected 6"):
@@ -478,6 +495,8 @@ def test_synthetic_default_is_small_and_learnable(gnnbench_home):
 
 @pytest.mark.fault("config: impossible synthetic generator values")
 def test_synthetic_rejects_bad_values(gnnbench_home):
+    """dataset.homophily=1.5 for the synthetic generator is a ConfigError naming
+    dataset.homophily."""
     with pytest.raises(ConfigError, match="dataset.homophily"):
         prepare_dataset({**SMALL_SYNTHETIC, "homophily": 1.5})
 
@@ -485,6 +504,9 @@ def test_synthetic_rejects_bad_values(gnnbench_home):
 # --- GraphStore checks ---------------------------------------------------------------------------
 @pytest.mark.fault("cache: truncated files of a prepared GraphStore")
 def test_truncated_store_files_are_data_errors(gnnbench_home):
+    """A prepared store whose edges.bin lost 4 bytes is a DataError on opening that gives the
+    size edges.bin should have; a truncated feat.npy is a DataError ('truncated') when its layout
+    is read."""
     store = prepare_dataset(SMALL_SYNTHETIC)
     edges = store.path / "edges.bin"
     edges.write_bytes(edges.read_bytes()[:-4])

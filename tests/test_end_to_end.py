@@ -96,6 +96,8 @@ def test_sweep_partition_only(tmp_path, gnnbench_home):
 
 @pytest.mark.fault("config: an unknown dataset")
 def test_unknown_dataset_is_one_line(tmp_path, gnnbench_home):
+    """dataset=nope exits 2 with exactly one stderr line, which names dataset=nope as an unknown
+    dataset and mentions cora, a known one."""
     completed = gnnbench(tmp_path, "dataset=nope", "train=none")
     assert completed.returncode == 2
     lines = completed.stderr.strip().splitlines()
@@ -105,6 +107,9 @@ def test_unknown_dataset_is_one_line(tmp_path, gnnbench_home):
 @pytest.mark.fault("config: p larger than the node count")
 @requires_dataset(CORA)
 def test_p_larger_than_nodes_is_one_line(tmp_path, gnnbench_home):
+    """p=100000 on cora exits 2 with the last stderr line 'gnnbench: error: p=100000 is larger
+    than the number of nodes of cora (2708)'; no partition is left under GNNBENCH_HOME/partitions
+    and the run is FAILED with error_type ConfigError."""
     completed = gnnbench(tmp_path, "dataset=cora", "p=100000", "train=none")
     assert completed.returncode == 2
     lines = completed.stderr.strip().splitlines()
@@ -123,6 +128,8 @@ def test_p_larger_than_nodes_is_one_line(tmp_path, gnnbench_home):
 @pytest.mark.fault("cache: a truncated edges.bin")
 @requires_dataset(CORA)
 def test_truncated_edge_file_is_one_line(tmp_path, gnnbench_home):
+    """After a successful run, cutting 5 bytes off the cached edges.bin makes the next run exit 2
+    with a last stderr line 'gnnbench: error: ...' naming edges.bin as truncated."""
     assert gnnbench(tmp_path, "dataset=cora", "p=2", "train=none").returncode == 0
     (edges,) = (gnnbench_home / "graphs").glob("cora-*/edges.bin")
     data = edges.read_bytes()
@@ -136,6 +143,8 @@ def test_truncated_edge_file_is_one_line(tmp_path, gnnbench_home):
 @pytest.mark.fault("sweep: one failing job among others")
 @requires_dataset(CORA)
 def test_sweep_failure_goes_on(tmp_path, gnnbench_home):
+    """A sweep over p=2,100000 runs both jobs and exits 1, stderr reporting '1 job(s) failed' and
+    p=100000; one run is FINISHED, one FAILED, and no logged edge_cut is NaN or inf."""
     completed = gnnbench(
         tmp_path, "-m", "dataset=cora", "partitioner=hash", "p=2,100000", "train=none"
     )
@@ -193,6 +202,10 @@ SWEEP = ("-m", "dataset=cora", "partitioner=spring,hash", "p=2,4,100000", "train
 @pytest.mark.fault("sweep: resuming a sweep with failed jobs")
 @requires_dataset(CORA)
 def test_sweep_parent_failures_and_resume(tmp_path, gnnbench_home):
+    """A six-job sweep with two impossible jobs exits 1: one FAILED parent run, four FINISHED and
+    two FAILED (ConfigError) jobs under it, and one report.md under reports/<sweep_id>, its path
+    printed. Rerunning the sweep exits 1 with the same failure summary, skips the four FINISHED
+    jobs, runs only the two failed ones again and adds no second parent."""
     first = gnnbench(tmp_path, *SWEEP)
     assert first.returncode == 1
     assert "2 job(s) failed" in first.stderr and first.stderr.count("p=100000 is larger") == 2
@@ -249,6 +262,8 @@ def test_sweep_keeps_a_job_resume_skipped(tmp_path, gnnbench_home):
 @pytest.mark.fault("concurrency: parallel joblib jobs on one SQLite store")
 @requires_dataset(CORA)
 def test_joblib_sweep_loses_no_run(tmp_path, gnnbench_home):
+    """The same six-job sweep with the joblib launcher (3 parallel jobs) on one SQLite store
+    exits 1 and records all six job runs: four FINISHED, two FAILED."""
     completed = gnnbench(tmp_path, *SWEEP, "hydra/launcher=joblib", "hydra.launcher.n_jobs=3")
     assert completed.returncode == 1, completed.stderr[-2000:]
     jobs = [r for r in all_runs(tmp_path) if r.data.tags.get("gnnbench.role") == "job"]

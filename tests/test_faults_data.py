@@ -47,6 +47,8 @@ EDGES = [[0, 1], [1, 2], [2, 3], [3, 4], [4, 5], [5, 0]]
 # --- a. non-finite features ----------------------------------------------------------------------
 @pytest.mark.fault("bad input: NaN or inf in node features")
 def test_nan_features_are_refused_naming_file_count_and_first_row(tmp_path, gnnbench_home):
+    """Features holding NaN or inf are one DataError naming the file, the number of such rows and
+    the first of them; nothing is left under GNNBENCH_HOME/graphs."""
     features = np.ones((6, 3), dtype=np.float32)
     features[2, 1] = np.nan
     features[4, 0] = np.inf
@@ -61,6 +63,9 @@ def test_nan_features_are_refused_naming_file_count_and_first_row(tmp_path, gnnb
 
 @pytest.mark.fault("bad input: NaN features with dataset.nonfinite=zero")
 def test_nan_features_zeroed_on_request_and_counted(tmp_path, gnnbench_home, monkeypatch):
+    """With dataset.nonfinite=zero the NaN and inf entries become 0, all other values are kept,
+    and the store's meta records the count (nonfinite_features); any other value of
+    dataset.nonfinite is a ConfigError listing error, zero."""
     monkeypatch.setattr("gnnbench.data.import_checks.FEATURE_BLOCK_BYTES", 12)  # one row a block
     features = np.ones((6, 3), dtype=np.float32)
     features[2, 1] = np.nan
@@ -78,6 +83,9 @@ def test_nan_features_zeroed_on_request_and_counted(tmp_path, gnnbench_home, mon
 # --- b. node count beyond memory -----------------------------------------------------------------
 @pytest.mark.fault("bad input: a huge dataset.num_nodes for a small file")
 def test_huge_num_nodes_fails_before_allocating(tmp_path, gnnbench_home):
+    """dataset.num_nodes=4000000000 for a small edge list is one DataError stating the GiB of
+    memory needed and the GiB available, leaving nothing under GNNBENCH_HOME/graphs; the
+    synthetic generator with that num_nodes is a DataError naming it too."""
     edges = tmp_path / "edges.txt"
     edges.write_text("".join(f"{k} {k + 1}\n" for k in range(600)))
     dataset = {"name": "huge", "source": "edgelist", "path": str(edges), "num_nodes": 4_000_000_000}
@@ -92,6 +100,8 @@ def test_huge_num_nodes_fails_before_allocating(tmp_path, gnnbench_home):
 # --- c. only self-loops --------------------------------------------------------------------------
 @pytest.mark.fault("bad input: an edge list of self-loops only")
 def test_self_loops_only_is_like_an_empty_file(tmp_path, gnnbench_home):
+    """An edge list of self-loops only is a DataError naming the file ('no edges after removing
+    self-loops'); nothing is left under GNNBENCH_HOME/graphs."""
     loops = tmp_path / "loops.txt"
     loops.write_text("1 1\n2 2\n7 7\n")
     with pytest.raises(DataError, match=r"loops\.txt: no edges after removing self-loops"):
@@ -102,6 +112,8 @@ def test_self_loops_only_is_like_an_empty_file(tmp_path, gnnbench_home):
 # --- d. labels not 0..C-1 ------------------------------------------------------------------------
 @pytest.mark.fault("bad input: labels starting at 1 or with gaps")
 def test_labels_with_gaps_are_renumbered(tmp_path, gnnbench_home):
+    """Labels 1, 2, 5 become classes 0, 1, 2 in that order and -1 stays -1; num_classes is 3 and
+    the store's meta keeps the original values (label_values)."""
     labels = np.array([1, 2, 5, -1, 5, 1])
     features = np.ones((6, 2), dtype=np.float32)
     store = prepare_dataset(
@@ -115,6 +127,9 @@ def test_labels_with_gaps_are_renumbered(tmp_path, gnnbench_home):
 # --- e. read-only or full GNNBENCH_HOME ----------------------------------------------------------
 @pytest.mark.fault("disk: read-only GNNBENCH_HOME")
 def test_read_only_home_is_one_line(tmp_path, gnnbench_home, monkeypatch):
+    """A GNNBENCH_HOME the import cannot write is one DataError naming its graphs directory as
+    not writable, with the operating system's reason (Permission denied, or Not a directory when
+    run as root)."""
     edges = tmp_path / "edges.txt"
     edges.write_text("0 1\n1 2\n")
     dataset = {"name": "ro", "source": "edgelist", "path": str(edges)}
@@ -153,6 +168,8 @@ def test_read_only_graphs_dir_removes_nothing_half_written(tmp_path, gnnbench_ho
 
 @pytest.mark.fault("disk: too little free space for the edges")
 def test_full_disk_is_checked_before_writing_edges(tmp_path, gnnbench_home, monkeypatch):
+    """When the free space left is less than edges.bin needs, the import stops with one DataError
+    giving the bytes needed and free; nothing is left under GNNBENCH_HOME/graphs."""
     edges = tmp_path / "edges.txt"
     edges.write_text("0 1\n1 2\n2 3\n")
     Usage = namedtuple("Usage", "total used free")
@@ -169,6 +186,8 @@ def test_full_disk_is_checked_before_writing_edges(tmp_path, gnnbench_home, monk
 
 @pytest.mark.fault("disk: the disk fills while writing")
 def test_disk_full_while_writing_is_one_line(tmp_path, gnnbench_home, monkeypatch):
+    """ENOSPC while writing raw_edges.bin is one DataError ('disk full or file too large') naming
+    the file; nothing is left under GNNBENCH_HOME/graphs."""
     edges = tmp_path / "edges.txt"
     edges.write_text("0 1\n1 2\n2 3\n")
 

@@ -71,6 +71,8 @@ def test_delimiter_by_name(gnnbench_home, tmp_path, word, char):
 
 @pytest.mark.fault("bad input: a non-numeric token in a CSV edge list")
 def test_non_numeric_token_after_the_first_line_names_its_line(gnnbench_home, tmp_path):
+    """A non-numeric token after the header line is a DataError naming the file, the line number
+    and the line's text."""
     path = tmp_path / "edges.csv"
     path.write_text("id_1,id_2\n0,1\nx,2\n")
     with pytest.raises(DataError, match=r"edges\.csv: line 3: expected integers, found 'x,2'"):
@@ -79,6 +81,8 @@ def test_non_numeric_token_after_the_first_line_names_its_line(gnnbench_home, tm
 
 @pytest.mark.fault("bad input: a second header line in a CSV edge list")
 def test_a_second_header_line_is_an_error(gnnbench_home, tmp_path):
+    """Only one header line is skipped: a second one is a DataError at its line ('line 3:
+    expected integers')."""
     path = tmp_path / "edges.csv"
     path.write_text("# exported\nid_1,id_2\nfrom,to\n0,1\n")
     with pytest.raises(DataError, match=r"line 3: expected integers"):
@@ -87,6 +91,7 @@ def test_a_second_header_line_is_an_error(gnnbench_home, tmp_path):
 
 @pytest.mark.fault("config: an unknown delimiter name")
 def test_unknown_delimiter_name_is_a_config_error(gnnbench_home, tmp_path):
+    """delimiter=pipes is a ConfigError on dataset.delimiter listing the names it accepts."""
     path = write_edges(tmp_path / "edges.csv", None, ",")
     with pytest.raises(ConfigError, match=r"dataset\.delimiter: expected one of comma, tab"):
         edgelist(path, delimiter="pipes")
@@ -141,6 +146,8 @@ def test_label_column_by_index_and_dense_csv_features(gnnbench_home, tmp_path):
 
 @pytest.mark.fault("bad input: a feature file with the wrong row count")
 def test_npy_features_row_count_must_match_the_nodes(gnnbench_home, tmp_path):
+    """A 6-row .npy feature file for a 5-node edge list adds node 5 as isolated; with num_nodes=9
+    it is a DataError naming the file and both counts."""
     edges = write_edges(tmp_path / "edges.csv", None, ",")
     np.save(tmp_path / "x.npy", np.ones((6, 3), dtype=np.float32))
     store = edgelist(edges, features_path=str(tmp_path / "x.npy"))
@@ -151,6 +158,8 @@ def test_npy_features_row_count_must_match_the_nodes(gnnbench_home, tmp_path):
 
 @pytest.mark.fault("bad input: a label file missing a node")
 def test_label_file_missing_a_node_is_an_error(gnnbench_home, tmp_path):
+    """A label file without a row for node 5 is a DataError naming the file, how many nodes have
+    labels and the node that has none."""
     config = musae(tmp_path)
     (tmp_path / "target.csv").write_text("id,target\n0,1\n1,0\n2,1\n3,0\n4,1\n6,0\n")
     config.pop("labels_column")
@@ -160,6 +169,8 @@ def test_label_file_missing_a_node_is_an_error(gnnbench_home, tmp_path):
 
 @pytest.mark.fault("bad input: an ambiguous label file")
 def test_label_file_with_many_columns_needs_labels_column(gnnbench_home, tmp_path):
+    """A label file with three columns and no labels_column is a ConfigError on labels_column
+    listing the columns."""
     config = musae(tmp_path)
     config.pop("labels_column")
     with pytest.raises(ConfigError, match=r"labels_column: .*3 columns \(id, name, ml_target\)"):
@@ -168,6 +179,7 @@ def test_label_file_with_many_columns_needs_labels_column(gnnbench_home, tmp_pat
 
 @pytest.mark.fault("bad input: a node twice in a feature file")
 def test_duplicate_node_in_a_feature_file_is_an_error(gnnbench_home, tmp_path):
+    """A node id listed twice in a feature file is a DataError naming the file and the id."""
     edges = write_edges(tmp_path / "edges.csv", None, ",")
     (tmp_path / "x.csv").write_text("0,1\n1,1\n1,2\n")
     with pytest.raises(DataError, match=r"x\.csv: node id 1 appears twice"):
@@ -176,6 +188,8 @@ def test_duplicate_node_in_a_feature_file_is_an_error(gnnbench_home, tmp_path):
 
 @pytest.mark.fault("bad input: a node file id beyond the graph")
 def test_node_file_id_beyond_num_nodes_is_an_error(gnnbench_home, tmp_path):
+    """A feature file holding node id 6 with num_nodes=6 is a DataError naming the file and the
+    out-of-range id."""
     config = musae(tmp_path)
     with pytest.raises(DataError, match=r"features\.json: node id 6 out of range"):
         edgelist(**config, num_nodes=6)
@@ -183,6 +197,8 @@ def test_node_file_id_beyond_num_nodes_is_an_error(gnnbench_home, tmp_path):
 
 @pytest.mark.fault("config: an unknown feature file kind")
 def test_unknown_feature_file_kind_is_a_config_error(gnnbench_home, tmp_path):
+    """A features_path with an unsupported suffix (.parquet) is a ConfigError naming the file and
+    listing the suffixes accepted."""
     edges = write_edges(tmp_path / "edges.csv", None, ",")
     (tmp_path / "x.parquet").write_bytes(b"PAR1")
     with pytest.raises(ConfigError, match=r"features_path: .*x\.parquet: expected one of \.json"):
@@ -245,12 +261,16 @@ def test_mat_labels_one_to_k_give_k_classes(gnnbench_home, tmp_path):
 
 @pytest.mark.fault("config: a .mat label table without labels_column")
 def test_mat_table_labels_without_column_is_a_config_error(gnnbench_home, tmp_path):
+    """labels_key naming a many-column table (local_info) without labels_column is a ConfigError
+    on labels_column naming the key and the file."""
     with pytest.raises(ConfigError, match=r"labels_column: 'local_info' of .*fb\.mat is a"):
         mat(facebook_like(tmp_path / "fb.mat"), labels_key="local_info")
 
 
 @pytest.mark.fault("config: a .mat labels_column out of range")
 def test_mat_labels_column_out_of_range_is_a_config_error(gnnbench_home, tmp_path):
+    """labels_column 7 or 'gender' for a 7-column table is a ConfigError giving the valid columns
+    0..6."""
     path = facebook_like(tmp_path / "fb.mat")
     for column in (7, "gender"):
         with pytest.raises(ConfigError, match=r"labels_column: 'local_info' .* columns 0\.\.6"):
@@ -259,6 +279,8 @@ def test_mat_labels_column_out_of_range_is_a_config_error(gnnbench_home, tmp_pat
 
 @pytest.mark.fault("bad input: a .mat with several square matrices")
 def test_mat_ambiguous_adjacency_names_the_keys(gnnbench_home, tmp_path):
+    """A .mat with two square matrices and no adjacency_key is a ConfigError listing them and the
+    other keys with their shapes; with adjacency_key=A the file imports."""
     square = sp.csc_matrix(np.roll(np.identity(5), 1, axis=1))  # a 5-cycle
     scipy.io.savemat(tmp_path / "two.mat", {"A": square, "B": square, "y": np.arange(5)})
     with pytest.raises(ConfigError, match=r"adjacency_key: .*two\.mat has A, B square .*y \(1x5\)"):
@@ -268,6 +290,8 @@ def test_mat_ambiguous_adjacency_names_the_keys(gnnbench_home, tmp_path):
 
 @pytest.mark.fault("bad input: a .mat without the named key")
 def test_mat_missing_key_names_the_keys_found(gnnbench_home, tmp_path):
+    """A labels_key the .mat does not hold is a ConfigError naming the file, the key and the keys
+    found."""
     path = blogcatalog_like(tmp_path / "blog.mat")
     with pytest.raises(ConfigError, match=r"labels_key: .*blog\.mat has no key 'labels' \(found"):
         mat(path, labels_key="labels")
@@ -275,6 +299,8 @@ def test_mat_missing_key_names_the_keys_found(gnnbench_home, tmp_path):
 
 @pytest.mark.fault("bad input: a MATLAB v7.3 (HDF5) file")
 def test_mat_v73_file_says_to_convert(gnnbench_home, tmp_path):
+    """A MATLAB v7.3 (HDF5) file is a DataError naming the file and pointing to a save with
+    '-v7'."""
     # the 128-byte MATLAB header of a v7.3 file: text, subsystem offset, version 0x0200, 'IM'
     header = b"MATLAB 7.3 MAT-file, Platform: GLNXA64, HDF5 schema 1.00 .".ljust(116)
     (tmp_path / "big.mat").write_bytes(header + bytes(8) + b"\x00\x02IM" + bytes(512))
@@ -284,6 +310,7 @@ def test_mat_v73_file_says_to_convert(gnnbench_home, tmp_path):
 
 @pytest.mark.fault("bad input: a file that is not a .mat")
 def test_not_a_mat_file_is_one_error(gnnbench_home, tmp_path):
+    """A text file named .mat is a DataError naming it as not a readable MATLAB .mat file."""
     (tmp_path / "edges.mat").write_text("0 1\n1 2\n")
     with pytest.raises(DataError, match=r"edges\.mat: not a readable MATLAB \.mat file"):
         mat(tmp_path / "edges.mat")
@@ -305,6 +332,9 @@ def test_mat_trains_end_to_end(gnnbench_home, tmp_path):
 # --- 4. pickled npz ------------------------------------------------------------------------------
 @pytest.mark.fault("bad input: an npz of pickled scipy matrices")
 def test_pickled_npz_error_gives_a_working_conversion(gnnbench_home, tmp_path):
+    """An npz of pickled scipy matrices is a one-line DataError naming the pickled keys and
+    giving a `python -c` command; that command writes a plain npz that imports with the same
+    nodes, features and classes."""
     adjacency = sp.random(20, 20, density=0.2, random_state=3, format="csr")
     attributes = sp.random(20, 5, density=0.5, random_state=4, format="csr")
     labels = np.arange(20) % 3
@@ -325,6 +355,8 @@ def test_pickled_npz_error_gives_a_working_conversion(gnnbench_home, tmp_path):
 # --- 5. a missing dataset.path -------------------------------------------------------------------
 @pytest.mark.fault("config: dataset.path missing")
 def test_missing_path_says_it_is_required(gnnbench_home):
+    """dataset.path left as ??? is a ConfigError saying 'dataset.path is required for
+    dataset=edgelist'."""
     with pytest.raises(ConfigError, match=r"^dataset\.path is required for dataset=edgelist"):
         prepare_dataset({"name": "edgelist", "source": "edgelist", "path": "???"})
 

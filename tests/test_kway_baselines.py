@@ -136,6 +136,8 @@ def hidden_packages(tmp_path, monkeypatch):
 @pytest.mark.fault("baseline: kaminpar or kahip not installed")
 @pytest.mark.parametrize("name", ["kaminpar", "kahip"])
 def test_missing_package_names_the_install_command(tmp_path, hidden_packages, name):
+    """Running kaminpar or kahip when the package cannot be imported is BaselineUnavailable
+    giving the command pip install 'gnnbench[partitioners]'."""
     store = make_store(tmp_path / "chain", TRIANGLE_CHAIN, 9)
     with pytest.raises(BaselineUnavailable, match=r"pip install 'gnnbench\[partitioners\]'"):
         PartitionSpec.defaults(name).run(store, 3, seed=0)
@@ -144,6 +146,9 @@ def test_missing_package_names_the_install_command(tmp_path, hidden_packages, na
 @pytest.mark.fault("baseline: kaminpar not installed, in a single run")
 @requires_dataset(CORA)
 def test_missing_package_single_run_is_one_line(tmp_path, gnnbench_home, hidden_packages):
+    """A single run of partitioner=kaminpar without the package exits 2; the last stderr line
+    names partitioner=kaminpar and ends with the install command, and no owner.npy is written
+    under GNNBENCH_HOME/partitions."""
     completed = gnnbench(tmp_path, "dataset=cora", "partitioner=kaminpar", "train=none")
     assert completed.returncode == 2, completed.stderr[-2000:]
     line = completed.stderr.strip().splitlines()[-1]

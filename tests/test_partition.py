@@ -120,6 +120,8 @@ def test_deterministic_owner(tmp_path, monkeypatch):
 
 @pytest.mark.fault("config: p larger than the node count (stage)")
 def test_p_larger_than_nodes(triangles, gnnbench_home):
+    """p=7 on a 6-node graph is a ConfigError ('p=7 is larger than the number of nodes') and
+    nothing is written under GNNBENCH_HOME/partitions."""
     with pytest.raises(ConfigError, match="p=7 is larger than the number of nodes"):
         run_partition_stage(triangles, partitioner=PartitionSpec.defaults("spring"), p=7, seed=0)
     assert (
@@ -131,6 +133,7 @@ def test_p_larger_than_nodes(triangles, gnnbench_home):
 
 @pytest.mark.fault("config: an unknown partitioner")
 def test_unknown_partitioner(triangles, gnnbench_home):
+    """Partitioner name 'nope' is a ConfigError naming it as unknown."""
     with pytest.raises(ConfigError, match="unknown partitioner 'nope'"):
         PartitionSpec.from_config({"name": "nope", "hops": 1})
 

@@ -236,6 +236,8 @@ def test_block_gcn_matches_pyg_gcn_on_a_whole_graph():
 
 @pytest.mark.fault("config: GAT hidden width not a multiple of heads")
 def test_gat_hidden_must_divide_into_heads():
+    """A GAT with hidden=30 and heads=4 is a ConfigError saying hidden must be a multiple of
+    model.heads=4."""
     from gnnbench.train.models import build_model
 
     with pytest.raises(ConfigError, match="multiple of model.heads=4"):
@@ -400,6 +402,9 @@ def test_model_avg_trains_on_a_book_without_halo(graph, tmp_path, monkeypatch):
 
 @pytest.mark.fault("config: more workers than partitions")
 def test_more_workers_than_partitions_is_one_line(graph):
+    """num_gpus=3 on a p=2 book is exactly the ConfigError 'num_gpus=3 is larger than p=2'; one
+    fanout for a 2-layer model and lr=0 are ConfigErrors naming train.fanouts and train.lr. For
+    centralized training the check accepts 8 workers with p=4."""
     store, book = graph
     with pytest.raises(ConfigError, match=r"^num_gpus=3 is larger than p=2$"):
         run_training(
@@ -421,6 +426,9 @@ def test_more_workers_than_partitions_is_one_line(graph):
 @pytest.mark.fault("processes: a worker raising during model averaging")
 @pytest.mark.distributed
 def test_failing_worker_fails_the_run_fast(graph, tmp_path):
+    """With rank 1's partition unreadable, model-averaging training raises DataError 'worker 1
+    failed: ... part-1: unreadable partition' within 30 s, rather than rank 0 waiting in a
+    collective."""
     store, book = graph
     broken = tmp_path / "book"
     shutil.copytree(book, broken)
@@ -492,6 +500,8 @@ def test_grad_avg_skewed_partitions_use_every_training_node(graph, tmp_path):
 @pytest.mark.fault("processes: a worker raising during gradient averaging")
 @pytest.mark.distributed
 def test_grad_avg_failing_worker_fails_fast(graph, tmp_path):
+    """With rank 1's partition unreadable, gradient-averaging training raises DataError 'worker 1
+    failed: ... part-1: unreadable partition' within 30 s."""
     store, book = graph
     broken = tmp_path / "book"
     shutil.copytree(book, broken)

@@ -178,6 +178,9 @@ def test_node_stream_orders(random_store, order):
 
 @pytest.mark.fault("config: impossible partitioner parameters")
 def test_bad_params(triangles):
+    """Impossible GREM, LDG and Fennel parameters (chunk_fraction=0, an unknown seed_method,
+    chunk_refinement not true or false, capacity_factor=0.9, an unknown order) are each a
+    ConfigError naming the parameter."""
     with pytest.raises(ConfigError, match="chunk_fraction"):
         grem(triangles, 2, 0, chunk_fraction=0)
     with pytest.raises(ConfigError, match="seed_method"):
