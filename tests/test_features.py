@@ -136,6 +136,30 @@ def test_feature_rows_are_mapped_not_read(tmp_path, monkeypatch):
     )
 
 
+def test_sparse_gathers_map_for_random_access_and_read_the_same_rows(tmp_path, monkeypatch):
+    """A gather wanting few pages of a window maps it MADV_RANDOM (store.NpyLayout.random_window);
+    a dense one keeps the plain map; both return exactly the file's rows."""
+    from gnnbench.data import store as store_module
+
+    path = tmp_path / "feat.npy"
+    expected = np.random.default_rng(0).standard_normal((50000, 37)).astype(np.float16)
+    np.save(path, expected)
+    random_windows = []
+    real = store_module.NpyLayout.random_window
+    monkeypatch.setattr(
+        store_module.NpyLayout,
+        "random_window",
+        lambda self, start, stop: random_windows.append((start, stop)) or real(self, start, stop),
+    )
+    features = FeatureRows(path)
+    sparse = np.random.default_rng(1).choice(50000, 40, replace=False)
+    np.testing.assert_array_equal(features[sparse], expected[sparse].astype(np.float32))
+    assert random_windows, "40 rows of a 3.7 MB window did not map it for random access"
+    random_windows.clear()
+    np.testing.assert_array_equal(features[:], expected.astype(np.float32))
+    assert not random_windows, "a full scan mapped for random access: no readahead"
+
+
 def pretend_free(monkeypatch, free: int) -> None:
     monkeypatch.setattr(import_checks, "free_disk_bytes", lambda directory: free)
 
