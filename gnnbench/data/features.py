@@ -88,7 +88,9 @@ class FeatureRows:
         order = np.argsort(file_rows, kind="stable")
         out = np.empty((len(file_rows), self.shape[1]), dtype=np.float32)
         position = 0
-        for block in self.layout.iter_rows_of(file_rows[order], WINDOW_BYTES):
+        wanted = file_rows[order]
+        self.layout.prefetch(wanted)  # sparse rows of a file larger than memory: read in parallel
+        for block in self.layout.iter_rows_of(wanted, WINDOW_BYTES):
             out[order[position : position + len(block)]] = block
             position += len(block)
         return out
