@@ -137,8 +137,9 @@ def test_feature_rows_are_mapped_not_read(tmp_path, monkeypatch):
 
 
 def test_sparse_gathers_map_for_random_access_and_read_the_same_rows(tmp_path, monkeypatch):
-    """A gather wanting few pages of a window maps it MADV_RANDOM (store.NpyLayout.random_window);
-    a dense one keeps the plain map; both return exactly the file's rows."""
+    """A gather wanting few pages of a window asks for them first (POSIX_FADV_WILLNEED) and maps
+    the window MADV_RANDOM (store.NpyLayout); a dense one does neither; both return exactly the
+    file's rows."""
     from gnnbench.data import store as store_module
 
     path = tmp_path / "feat.npy"
@@ -153,11 +154,20 @@ def test_sparse_gathers_map_for_random_access_and_read_the_same_rows(tmp_path, m
     )
     features = FeatureRows(path)
     sparse = np.random.default_rng(1).choice(50000, 40, replace=False)
+    advised = []
+    if hasattr(os, "posix_fadvise"):
+        monkeypatch.setattr(os, "posix_fadvise", lambda *args: advised.append(args[1:]))
     np.testing.assert_array_equal(features[sparse], expected[sparse].astype(np.float32))
     assert random_windows, "40 rows of a 3.7 MB window did not map it for random access"
+    if hasattr(os, "posix_fadvise"):  # one read-ahead request per page of the rows
+        assert 0 < len(advised) <= 40 and all(
+            advice == os.POSIX_FADV_WILLNEED for *_, advice in advised
+        )
     random_windows.clear()
+    advised.clear()
     np.testing.assert_array_equal(features[:], expected.astype(np.float32))
     assert not random_windows, "a full scan mapped for random access: no readahead"
+    assert not advised, "a full scan asked for its pages one by one"
 
 
 def pretend_free(monkeypatch, free: int) -> None:
