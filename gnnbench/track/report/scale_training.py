@@ -92,7 +92,20 @@ def table_lines(frame: pd.DataFrame) -> list[str]:
             f"| {_cell(row.book_disk_mb, 0)} | {_cell(row.replication_factor, 2)} "
             f"| {_cell(row.test_f1_micro, 3)} | {_cell(control.get(row.nodes), 3)} |"
         )
-    return lines + ["", *target_lines(gnn), ""]
+    return lines + ["", *when_lines(frame), "", *target_lines(gnn), ""]
+
+
+def when_lines(frame: pd.DataFrame) -> list[str]:
+    """When each size's jobs were merged and the highest 1-minute load any of them started
+    under (2 cores: above 2, other work shared the CPU and the times are upper bounds)."""
+    if "measured_utc" not in frame:
+        return []
+    by_size = frame.groupby("edges").agg(when=("measured_utc", "max"), load=("load_1m", "max"))
+    sizes = [f"{edges:,.0f} edges {size.when} (load {size.load:.1f})"
+             for edges, size in by_size.iterrows()]  # fmt: skip
+    return ["Measured (UTC, the highest load average a job of the size started under; 2 cores: "
+            "above 2, other work shared the CPU and its times are upper bounds): "
+            + "; ".join(sizes) + "."]  # fmt: skip
 
 
 def target_lines(gnn: pd.DataFrame) -> list[str]:
@@ -101,12 +114,17 @@ def target_lines(gnn: pd.DataFrame) -> list[str]:
     where = f"at {largest.edges.iloc[0]:,.0f} edges, the largest size measured"
     peak = largest[list(PEAKS)].max().max()
     book_ratio = (largest.book_disk_mb / largest.store_features_mb).max()
-    job = largest.job_wall_s.max()
+    # the job's wall clock covers only what it ran: a job reusing a store or a book (the import
+    # run ahead, a book from an earlier try) did not import or partition, so those times are
+    # added; a job that did both counts them twice (an upper bound)
+    whole = largest.import_time_s + largest.partition_time_s + largest.gnn_ready_time_s
+    job = (whole + largest.job_wall_s).max()
     rows = [
         ("every peak <= 8 GB", f"largest {peak:,.0f} MB", peak <= PEAK_TARGET_MB),
         ("book's extra disk <= 1.5x the store's feature file", f"{book_ratio:.2f}x",
          book_ratio <= BOOK_DISK_TARGET),
-        ("one partitioner's job <= 3 h", f"{job / 60:,.0f} min", job <= JOB_TARGET_S),
+        ("one partitioner's job <= 3 h", f"{job / 60:,.0f} min (import, partition and "
+         "GNN-ready times + the job's wall clock)", job <= JOB_TARGET_S),
     ]  # fmt: skip
     lines = [f"Targets (issue 27, for 1 B edges), {where}:", "", "| target | measured | met |"]
     lines += ["|---|---|---|"]
