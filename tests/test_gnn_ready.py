@@ -17,7 +17,7 @@ from graphs import make_store
 
 from gnnbench.data.store import GraphStore
 from gnnbench.partition import gnn_ready
-from gnnbench.partition.gnn_ready import build_partitions
+from gnnbench.partition.gnn_ready import book_label_dtype, build_partitions
 
 
 def grow(bits: np.ndarray, edges: np.ndarray) -> np.ndarray:
@@ -57,12 +57,16 @@ def reference_book(store: GraphStore, owner: np.ndarray, p: int, hops: int, out:
             cursor[a] += 1
             indices[cursor[b]] = a
             cursor[b] += 1
-        np.save(part / "nodes.npy", nodes)
-        np.save(part / "indptr.npy", indptr)
+        # on disk, ids and offsets are int32 where they fit and labels the narrowest class dtype
+        np.save(part / "nodes.npy", nodes.astype(np.int32))
+        np.save(part / "indptr.npy", indptr.astype(np.int32))
         np.save(part / "indices.npy", indices)
         if data:
+            labels = store.labels()[nodes]
             np.save(part / "feat.npy", store.features()[nodes].astype(np.float32))
-            np.save(part / "label.npy", store.labels()[nodes])
+            np.save(
+                part / "label.npy", labels.astype(book_label_dtype(labels.dtype, store.num_classes))
+            )
         position = {int(v): k for k, v in enumerate(owned)}
         local_split = {
             key: np.array(
