@@ -122,12 +122,16 @@ class NpyLayout:
             start = int(rows[position])
             stop = min(self.shape[0], start + window_rows)
             end = position + int(np.searchsorted(rows[position:], stop))
-            pages = (end - position) * max(self.row_bytes, mmap.PAGESIZE)
-            sparse = pages * _SPARSE_SHARE < (stop - start) * self.row_bytes
+            sparse = self._sparse(end - position, stop - start)
             window = self.random_window(start, stop) if sparse else self.window(start, stop)
             yield np.asarray(window[rows[position:end] - start])
             del window
             position = end
+
+    def _sparse(self, count: int, span_rows: int) -> bool:
+        """Whether `count` rows touch fewer pages than 1/_SPARSE_SHARE of a `span_rows` range."""
+        pages = count * max(self.row_bytes, mmap.PAGESIZE)
+        return pages * _SPARSE_SHARE < span_rows * self.row_bytes
 
     def prefetch(self, rows: np.ndarray) -> None:
         """Ask the kernel to start reading the pages of these sorted rows (POSIX_FADV_WILLNEED)
@@ -140,7 +144,7 @@ class NpyLayout:
         if self.shape[0] * self.row_bytes < _physical_memory() // 2:
             return  # the page cache can hold it: a request per page is pure cost (2x the epoch
             # at 10 M nodes, a 2.4 GB file); it pays only when reads miss the cache
-        if len(rows) * mmap.PAGESIZE * _SPARSE_SHARE >= self.shape[0] * self.row_bytes:
+        if not self._sparse(len(rows), self.shape[0]):
             return  # dense: the windows' readahead serves it
         starts = self.offset + rows.astype(np.int64) * self.row_bytes
         first = np.ones(len(starts), dtype=bool)

@@ -162,11 +162,11 @@ def run_training(
 ) -> None:
     """experiment=papers_scale at `num_nodes`, one of its partitioners (or `partitioners`) at a
     time as a user runs it, into a store of their own; the first partitioner's partitions also
-    train the MLP control. Each job's
-    row is merged into `csv` as soon as it finishes, so an interrupted size keeps what it measured.
+    train the MLP control. Each job's row is merged into `csv` as soon as it finishes, so an
+    interrupted size keeps what it measured.
 
-    A partitioner's book is deleted once its jobs are done: at 1 B edges the store (35 GB) and
-    one book (~36 GB) fill this machine's disk, so the next book needs that space. The figures
+    A partitioner's book is deleted once its jobs are done: at 1 B edges the store (35 GB), one
+    book (24 GB) and the next GNN-ready step's spill check (32 GB) exceed this machine's disk. The figures
     are in the MLflow store; a rerun of a finished job is skipped by the job's identity."""
     uri = f"sqlite:///{home / 'scale_training.db'}"
     epochs = training_epochs(num_nodes)
