@@ -81,7 +81,7 @@ def make_power_law_store(num_edges: int) -> GraphStore:
 
 
 def reference_pass_seconds(store: GraphStore, rounds: int = 9) -> float:
-    """Median time of one reference pass (numpy degree count) over the store's edges.bin."""
+    """Median time of one reference pass (numpy chunk sort) over the store's edges.bin."""
     reference_pass(store.path)  # warm the page cache
     return median_seconds(lambda: reference_pass(store.path), rounds)
 

@@ -1,7 +1,7 @@
 """Partition throughput of every streaming partitioner on a power-law graph of >= 5 M edges.
 
-Each result carries `reference_passes`: its time over the time of one reference pass (a numpy
-degree count over edges.bin, bench.gates.reference_pass), the two timed alternately in this run,
+Each result carries `reference_passes`: its time over the time of one reference pass (numpy sorting
+each chunk of edges.bin, bench.gates.reference_pass), the two timed alternately in this run,
 in CPU seconds of this process (wall time on a shared 2-core machine measures the neighbours).
 That ratio is the speed gate: more than SPEED_MAX_FACTOR x the committed ratio in
 bench/baselines/speed.json fails. The refinement post-pass is gated the same way, one pass per

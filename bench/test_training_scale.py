@@ -6,7 +6,7 @@ p=8, trained by one model_avg worker (8 partitions in turn, one resident at a ti
 than SPEED_MAX_FACTOR x the committed ratio in bench/baselines/speed.json fails):
 
 - `reference_passes_per_train_node`: seconds per trained node over one reference pass over the
-  same edges (bench.gates.reference_pass, a numpy degree count sharing no code with training) (the inverse of training nodes per second, in the machine's own unit);
+  same edges (bench.gates.reference_pass, a numpy sort of each chunk, sharing no code with training) (the inverse of training nodes per second, in the machine's own unit);
 - `peak_over_largest_partition`: `train_peak_rss_mb` over the largest partition's files, the
   bound one resident partition gives (plus the interpreter's fixed allowance).
 
