@@ -30,3 +30,13 @@ def test_progress_status_is_one_line_per_item_without_terminal(monkeypatch, capl
         "round 2/3: loss 1",
         "round 3/3: loss 2",
     ]
+
+
+def test_progress_line_interval_is_per_loop(monkeypatch, caplog):
+    """Loops inside an epoch pass their own interval (INNER_LINE_EVERY_S): a long one still
+    logs, a short one stays quiet, whatever the module default."""
+    monkeypatch.setenv("CI", "true")
+    with caplog.at_level(logging.INFO, logger="gnnbench.progress"):
+        list(progress(range(2), 2, "inner", line_every_s=0.0))
+        list(progress(range(2), 2, "quiet", line_every_s=3600.0))
+    assert [record.getMessage() for record in caplog.records] == ["inner: 1/2", "inner: 2/2"]

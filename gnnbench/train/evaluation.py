@@ -26,6 +26,7 @@ import torch.distributed as dist
 from torch import nn
 
 from gnnbench.peak_rss import PeakRss, peak_rss_mb, reset_peak_rss
+from gnnbench.progress import INNER_LINE_EVERY_S, progress
 from gnnbench.train.batch_source import feature_rows
 from gnnbench.train.forward import forward, on_device, predict
 from gnnbench.train.group import RankGroup
@@ -171,7 +172,9 @@ class Evaluator:
         if not self.model.uses_graph:
             device = self.group.device
             return self._chunked(
-                targets, lambda chunk: forward(self.model, _rows(part.features, chunk), [], device)
+                targets,
+                lambda chunk: forward(self.model, _rows(part.features, chunk), [], device),
+                f"evaluation, partition {part.index}",
             )
         groups = self.target_groups(part, targets)
         if len(groups) == 1:
@@ -218,7 +221,8 @@ class Evaluator:
                 x = _rows(h, ids).to(device, non_blocking=True)
                 return self.model.layer(layer, x, on_device(batch.blocks[0], device))
 
-            h, held = self._chunked(rows, one_hop), rows
+            where = f"evaluation, partition {part.index}, layer {layer + 1}/{self.model.num_layers}"
+            h, held = self._chunked(rows, one_hop, where), rows
         return h
 
     def _needed_rows(self, part: TrainingPart, targets: np.ndarray) -> list[np.ndarray]:
@@ -230,12 +234,15 @@ class Evaluator:
             needed.append(with_neighbours(graph.indptr, graph.indices, needed[-1]))
         return needed[::-1]
 
-    def _chunked(self, rows: np.ndarray, compute) -> torch.Tensor:
+    def _chunked(self, rows: np.ndarray, compute, where: str) -> torch.Tensor:
         """compute(chunk) over rows in chunks of eval_batch_size, into one tensor on the CPU
-        (filled in place: concatenating the chunks would hold every output twice)."""
+        (filled in place: concatenating the chunks would hold every output twice); rank 0 logs
+        how far it got, as `where`."""
         size = self.batch_size
         output = None
-        for start in range(0, len(rows), size):
+        starts = range(0, len(rows), size)
+        for start in progress(starts, len(starts), f"{where}: chunks",
+                              enabled=self.group.rank == 0, line_every_s=INNER_LINE_EVERY_S):  # fmt: skip
             chunk = compute(rows[start : start + size]).cpu()
             if output is None:
                 output = torch.empty((len(rows), *chunk.shape[1:]), dtype=chunk.dtype)

@@ -15,6 +15,7 @@ import time
 import torch
 import torch.distributed as dist
 
+from gnnbench.progress import INNER_LINE_EVERY_S, progress
 from gnnbench.train.batch_source import PreparedBatch
 from gnnbench.train.context import finite_loss
 from gnnbench.train.modes import TRAINING_MODES, TrainingMode
@@ -49,7 +50,8 @@ class GradientAverage(TrainingMode):
             for batch in ctx.source.batches(partitions.get(index), specs[index])
         )
         waited = ctx.source.wait_s
-        for step in range(steps):
+        for step in progress(range(steps), steps, f"epoch {epoch}: steps",
+                             enabled=ctx.group.rank == 0, line_every_s=INNER_LINE_EVERY_S):  # fmt: skip
             batch = next(stream) if step < count else None  # past its last: zero gradient
             self.step(batch, epoch, record)
         record.sync_count[start] = steps

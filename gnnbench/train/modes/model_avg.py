@@ -17,6 +17,7 @@ import time
 
 import torch
 
+from gnnbench.progress import INNER_LINE_EVERY_S, progress
 from gnnbench.train.context import finite_loss
 from gnnbench.train.modes import TRAINING_MODES, TrainingMode
 from gnnbench.train.record import EpochRecord
@@ -75,7 +76,11 @@ class ModelAverage(TrainingMode):
         torch.manual_seed(batch_seed(ctx.spec.seed, epoch, part.index))  # rank-independent
         optimizer = ctx.state.optimizers[part.index]
         loss_sum, cost = 0.0, 0
-        for batch in ctx.source.batches(part, ctx.batch_specs(part, epoch)):
+        specs = ctx.batch_specs(part, epoch)
+        batches = progress(ctx.source.batches(part, specs), len(specs),
+                           f"epoch {epoch}, partition {part.index}: batches",
+                           enabled=ctx.group.rank == 0, line_every_s=INNER_LINE_EVERY_S)  # fmt: skip
+        for batch in batches:
             loss = ctx.batch_loss(batch)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
