@@ -49,5 +49,4 @@ def progress(
             log.info("%s %d/%d: %s", desc, done, total, status(item))
         elif time.monotonic() - last_line >= every_s:
             log.info("%s: %d/%d", desc, done, total)
-            every_s = LINE_EVERY_S if line_every_s is None else line_every_s
-    last_line = time.monotonic()
+            last_line = time.monotonic()

@@ -40,3 +40,15 @@ def test_progress_line_interval_is_per_loop(monkeypatch, caplog):
         list(progress(range(2), 2, "inner", line_every_s=0.0))
         list(progress(range(2), 2, "quiet", line_every_s=3600.0))
     assert [record.getMessage() for record in caplog.records] == ["inner: 1/2", "inner: 2/2"]
+
+
+def test_progress_lines_are_spaced_by_the_interval(monkeypatch, caplog):
+    """One line per `line_every_s` of the loop's clock, not one per item once the first is due."""
+    monkeypatch.setenv("CI", "true")
+    clock = iter(range(0, 1000, 10))  # every reading of the clock is 10 s after the previous
+    monkeypatch.setattr(progress_module.time, "monotonic", lambda: next(clock))
+    with caplog.at_level(logging.INFO, logger="gnnbench.progress"):
+        list(progress(range(8), 8, "timed", line_every_s=25.0))
+    # readings: start 0; item 1 at 10, 2 at 20, 3 at 30 (line, reset 40), 4 at 50, 5 at 60,
+    # 6 at 70 (line, reset 80), 7 at 90, 8 at 100
+    assert [record.getMessage() for record in caplog.records] == ["timed: 3/8", "timed: 6/8"]
