@@ -289,3 +289,21 @@ def test_cli_modes(small_sweep_store, tmp_path, capsys, monkeypatch):
     assert all(row["partitioner.name"] for row in rows)
     assert {row["partitioner.name"] for row in rows} == {"spring", "hash", "grem", "ldg"}
     assert out.read_text().startswith("Generated from MLflow experiment `gnnbench`")
+
+
+def test_scale_training_control_is_the_rows_own_partitions_first():
+    """docs/scale.md's MLP column: the control on the row's own partitions where it ran, else the
+    size's first control; two controls at one size once broke the table (a Series, not a value)."""
+    import pandas as pd
+
+    from gnnbench.track.report.scale_training import control_f1
+
+    frame = pd.DataFrame(
+        {"nodes": [10, 10, 10, 20, 20], "partitioner": ["spring", "ldg", "ldg", "spring", "ldg"],
+         "model": ["mlp", "mlp", "sage", "mlp", "sage"], "test_f1_micro": [0.1, 0.2, 0.7, 0.3, 0.8]}
+    )  # fmt: skip
+    controls = frame[frame.model == "mlp"]
+    rows = {(row.nodes, row.partitioner): row for row in frame[frame.model == "sage"].itertuples()}
+    assert control_f1(controls, rows[(10, "ldg")]) == 0.2
+    assert control_f1(controls, rows[(20, "ldg")]) == 0.3
+    assert control_f1(controls[controls.nodes == 10], rows[(20, "ldg")]) is None

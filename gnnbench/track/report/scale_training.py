@@ -62,14 +62,16 @@ def table_lines(frame: pd.DataFrame) -> list[str]:
     if frame.empty:
         return []
     gnn = frame[frame.model != "mlp"].sort_values(["edges", "partitioner"])
-    control = frame[frame.model == "mlp"].set_index("nodes").test_f1_micro
+    controls = frame[frame.model == "mlp"]
     lines = [
         "## Training at scale",
         "",
         "`python scripts/scale.py --training NODES...` runs `experiment=papers_scale` (GraphSAGE,",
         "fanouts 15 and 10, model_avg, p = 16 on two workers, float16 features shared with the",
         "store, Papers100M's split fractions, 172 classes) at each size with SPRING and LDG, and",
-        "the feature-only control (`model=mlp`, SPRING's partitions) on the same graph; rows come",
+        "the feature-only control (`model=mlp`) on the same graph: on the row's own partitions",
+        "where it ran there, else on the first partitioner's of that size (scale.py trains it",
+        "after the first partitioner of each invocation); rows come",
         "from docs/scale_training.csv. Epochs fall with size so each run takes about as many",
         "optimizer steps (40 at 1 M nodes, 1 at 100 M). Times: `load` is reading partitions per",
         "epoch, `epoch` the slowest worker's compute per epoch, `eval` one layer-wise evaluation;",
@@ -90,9 +92,18 @@ def table_lines(frame: pd.DataFrame) -> list[str]:
             + "".join(f"| {_cell(getattr(row, peak), 0)} " for peak in PEAKS)
             + f"| {_cell(row.store_disk_mb, 0)} | {_cell(row.store_features_mb, 0)} "
             f"| {_cell(row.book_disk_mb, 0)} | {_cell(row.replication_factor, 2)} "
-            f"| {_cell(row.test_f1_micro, 3)} | {_cell(control.get(row.nodes), 3)} |"
+            f"| {_cell(row.test_f1_micro, 3)} | {_cell(control_f1(controls, row), 3)} |"
         )
     return lines + ["", *when_lines(frame), "", *target_lines(gnn), ""]
+
+
+def control_f1(controls: pd.DataFrame, row) -> float | None:
+    """Test F1 of the MLP control for a GNN row: on the row's own partitions if it ran there,
+    else the first control of that size (every control sees the same features and labels)."""
+    same_size = controls[controls.nodes == row.nodes]
+    own = same_size[same_size.partitioner == row.partitioner]
+    chosen = own if len(own) else same_size
+    return float(chosen.test_f1_micro.iloc[0]) if len(chosen) else None
 
 
 def when_lines(frame: pd.DataFrame) -> list[str]:
@@ -118,12 +129,15 @@ def target_lines(gnn: pd.DataFrame) -> list[str]:
     # run ahead, a book from an earlier try) did not import or partition, so those times are
     # added; a job that did both counts them twice (an upper bound)
     whole = largest.import_time_s + largest.partition_time_s + largest.gnn_ready_time_s
-    job = (whole + largest.job_wall_s).max()
+    jobs = whole + largest.job_wall_s
+    job = jobs.max()
+    each = ", ".join(f"{name} {seconds / 60:,.0f}"
+                     for name, seconds in zip(largest.partitioner, jobs, strict=True))  # fmt: skip
     rows = [
         ("every peak <= 8 GB", f"largest {peak:,.0f} MB", peak <= PEAK_TARGET_MB),
         ("book's extra disk <= 1.5x the store's feature file", f"{book_ratio:.2f}x",
          book_ratio <= BOOK_DISK_TARGET),
-        ("one partitioner's job <= 3 h", f"{job / 60:,.0f} min (import, partition and "
+        ("one partitioner's job <= 3 h", f"{each} min (import, partition and "
          "GNN-ready times + the job's wall clock)", job <= JOB_TARGET_S),
     ]  # fmt: skip
     lines = [f"Targets (issue 27, for 1 B edges), {where}:", "", "| target | measured | met |"]
