@@ -163,3 +163,20 @@ def test_a_failing_sampler_process_fails_the_run(graph, monkeypatch):  # noqa: F
             book_path=None,
             spec=spec_from_conf(train, SAGE, num_workers=1, sync_interval=1, seed=0),
         )
+
+
+def test_sampler_scratch_is_allocated_by_its_first_sample_and_narrow():
+    """A partition builds three samplers and uses one at a time: only a sampler that samples
+    holds the per-node scratch, int32 below 2^31 nodes, and it is clean between calls."""
+    indptr, indices = random_csr()
+    sampler = NeighbourSampler(indptr, indices, [3, 2])
+    assert sampler._position is None
+    seeds = np.array([5, 0, 17])
+    first = sampler.sample(seeds, 7)
+    assert sampler._position.dtype == np.int32
+    assert (sampler._position == -1).all()
+    again = sampler.sample(seeds, 7)
+    assert np.array_equal(first.n_id, again.n_id)
+    eager = NeighbourSampler(indptr, indices, [3, 2])
+    eager._position = np.full(len(indptr) - 1, -1, dtype=np.int64)  # the old scratch
+    assert np.array_equal(eager.sample(seeds, 7).n_id, first.n_id)

@@ -165,11 +165,19 @@ class NeighbourSampler:
         if self.indices.dtype not in (np.int32, np.int64):
             self.indices = self.indices.astype(np.int64)
         self.fanouts = np.asarray(list(fanouts), dtype=np.int64)
-        self._position = np.full(len(self.indptr) - 1, -1, dtype=np.int64)
+        # scratch of sample(): allocated by the first call, as narrow as the node count allows.
+        # A partition builds three samplers (training, full neighbourhoods, evaluation's
+        # hops) and uses one at a time: at 1 B edges (53 M nodes a partition) three eager
+        # int64 arrays held 1.3 GB of a worker's peak
+        self._position: np.ndarray | None = None
 
     def sample(self, seeds: np.ndarray, rng_seed: int) -> SampledBatch:
         """Sample the blocks of `seeds` (unique local ids); same rng_seed, same batch."""
         seeds = np.ascontiguousarray(seeds, dtype=np.int64)
+        if self._position is None:
+            num_nodes = len(self.indptr) - 1
+            narrow = np.int32 if num_nodes < 2**31 else np.int64
+            self._position = np.full(num_nodes, -1, dtype=narrow)
         n_id, src, dst, edge_offsets, node_counts = _sample_hops(
             self.indptr, self.indices, seeds, self.fanouts, np.int64(rng_seed), self._position
         )
