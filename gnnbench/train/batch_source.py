@@ -23,7 +23,7 @@ from torch.utils.data import DataLoader, Dataset, Sampler
 from gnnbench import lifecycle
 from gnnbench.peak_rss import peak_rss_mb, reset_peak_rss
 from gnnbench.train.batching import BatchPlan, computation_cost, induced_batch
-from gnnbench.train.sampler import SampledBatch, batch_seed
+from gnnbench.train.sampler import SampledBatch, batch_seed, node_scratch
 
 BATCHES_IN_FLIGHT_PER_SAMPLER = 2
 
@@ -57,7 +57,7 @@ class BatchMaker(Dataset):
         if plan.region is not None:  # a cluster batch: every neighbour inside its region
             graph = (part.sampler.indptr, part.sampler.indices)
             if self._position is None:
-                self._position = np.full(len(graph[0]) - 1, -1, dtype=np.int64)
+                self._position = node_scratch(len(graph[0]) - 1)
             return induced_batch(*graph, plan, len(part.sampler.fanouts), self._position)
         if self.strategy == "full":  # global batch: every neighbour in the partition
             return part.full_sampler.sample(plan.seeds, 0)

@@ -20,7 +20,12 @@ import numba
 import numpy as np
 
 from gnnbench.data.graph_ops import bfs_from
-from gnnbench.train.sampler import ALL_NEIGHBOURS, NeighbourSampler, SampledBatch
+from gnnbench.train.sampler import (
+    ALL_NEIGHBOURS,
+    NeighbourSampler,
+    SampledBatch,
+    node_scratch,
+)
 
 
 @dataclass(frozen=True)
@@ -158,7 +163,7 @@ def induced_batch(
     costs O(region) rather than O(|V|).
     """
     if position is None:
-        position = np.full(len(indptr) - 1, -1, dtype=np.int64)
+        position = node_scratch(len(indptr) - 1)
     region = np.asarray(plan.region, dtype=np.int64)
     sub_indptr, sub_indices = _induced(
         np.asarray(indptr, dtype=np.int64), indices, region, position

@@ -152,6 +152,12 @@ def with_neighbours(indptr: np.ndarray, indices: np.ndarray, nodes: np.ndarray) 
     return _with_neighbours(indptr, indices, np.ascontiguousarray(nodes, dtype=np.int64))
 
 
+def node_scratch(num_nodes: int) -> np.ndarray:
+    """The batch kernels' reusable per-node map (all -1 between calls), int32 below 2^31 nodes:
+    it holds positions within one batch or region, so the narrow type always fits."""
+    return np.full(num_nodes, -1, dtype=np.int32 if num_nodes < 2**31 else np.int64)
+
+
 class NeighbourSampler:
     """Uniform sampling without replacement over one CSR (local ids); not thread-safe.
 
@@ -175,9 +181,7 @@ class NeighbourSampler:
         """Sample the blocks of `seeds` (unique local ids); same rng_seed, same batch."""
         seeds = np.ascontiguousarray(seeds, dtype=np.int64)
         if self._position is None:
-            num_nodes = len(self.indptr) - 1
-            narrow = np.int32 if num_nodes < 2**31 else np.int64
-            self._position = np.full(num_nodes, -1, dtype=narrow)
+            self._position = node_scratch(len(self.indptr) - 1)
         n_id, src, dst, edge_offsets, node_counts = _sample_hops(
             self.indptr, self.indices, seeds, self.fanouts, np.int64(rng_seed), self._position
         )
