@@ -193,21 +193,36 @@ def refine_quotient(
     indptr = np.zeros(k + 1, dtype=np.int64)
     np.cumsum(np.bincount(rows, minlength=k), out=indptr[1:])
     edge_weights = weights[rows, cols].astype(np.int64)
-    node_weights = sizes.astype(np.int64)
+    return refine_graph(indptr, cols, edge_weights, sizes, part, p, passes, seed, "subpart_fm")
+
+
+def refine_graph(
+    indptr: np.ndarray, indices: np.ndarray, edge_weights: np.ndarray, node_weights: np.ndarray,
+    part: np.ndarray, p: int, passes: int, seed: int, prefix: str,
+) -> dict[str, Any]:  # fmt: skip
+    """Up to `passes` FM passes moving the nodes of a weighted graph held in memory as a CSR
+    (`part`, int64, in place); return the stats `<prefix>_cut_<i>` (edge weight cut) and
+    `<prefix>_overfull_<i>` after each pass i, and `<prefix>_bound`."""
+    if not passes:
+        return {}
+    k = len(part)
+    node_weights = node_weights.astype(np.int64)
     loads = np.bincount(part, weights=node_weights, minlength=p).astype(np.int64)
     bound = fm_bound(loads, p)
     rank = np.random.default_rng(seed).permutation(k).astype(np.int64)
-    cut = int(weights[part[:, None] != part[None, :]].sum()) // 2
-    stats: dict[str, Any] = {"subpart_fm_bound": bound, "subpart_fm_cut_0": cut}
-    stats["subpart_fm_overfull_0"] = overfull(loads, bound)
+    sources = np.repeat(part, np.diff(indptr))
+    cut = int(edge_weights[sources != part[indices]].sum()) // 2
+    del sources
+    stats: dict[str, Any] = {f"{prefix}_bound": bound, f"{prefix}_cut_0": cut}
+    stats[f"{prefix}_overfull_0"] = overfull(loads, bound)
     for i in range(1, passes + 1):
         gain, _, kept = fm_pass(
-            0, indptr[:-1], indptr[1:], cols, edge_weights, node_weights,
+            0, indptr[:-1], indptr[1:], indices, edge_weights, node_weights,
             part, loads, bound, rank, patience(k),
         )  # fmt: skip
         cut -= int(gain)
-        stats[f"subpart_fm_cut_{i}"] = cut
-        stats[f"subpart_fm_overfull_{i}"] = overfull(loads, bound)
+        stats[f"{prefix}_cut_{i}"] = cut
+        stats[f"{prefix}_overfull_{i}"] = overfull(loads, bound)
         if kept == 0:
             break
     return stats
