@@ -61,6 +61,11 @@ KEYS_ADDED_LATER: dict[str, Any] = {
     "partitioner.quotient_ncuts": 1,  # quotient's
     "partitioner.subpart_fm_passes": 0,  # quotient's
     "partitioner.node_fm_passes": 0,  # quotient's
+    "partitioner.coarsening": "base",  # quotient's
+    "partitioner.cluster_passes": 5,  # quotient's (read only with coarsening=clusters)
+    "partitioner.coarse_nodes": 8192,  # quotient's (read only with coarsening=clusters)
+    "partitioner.level_fm_passes": 0,  # quotient's (read only with coarsening=clusters)
+    "partitioner.vcycles": 0,  # quotient's (read only with coarsening=clusters)
     "train.optimizer_state": "local",
     "dataset.features": "none",
     "dataset.feature_dtype": "float32",

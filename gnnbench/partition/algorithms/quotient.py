@@ -35,7 +35,21 @@ Cut-aware refinement between the levels (issue 30; each off at its default in qu
 Neither FM raises the cut of a partition within 3% over the mean (the pair (weight over it, cut)
 never rises); `quotient_cut_edges` is the cut after the sub-partition level.
 
-State: the base partitioner's, then O(|V|) (the sub-partition array) plus the k x k matrix and the
+`coarsening: clusters` (`partitioner=quotient_multilevel`) replaces the streaming base, whose k
+is capped at MAX_SUBPARTS by the dense matrix, with a multilevel coarsening that scales with the
+graph (gnnbench/partition/clustering.py, as KaMinPar's): label-propagation clusters of at most
+ceil(|V| / (p * subparts_per_part)) nodes over the on-disk CSR (`cluster_passes` passes), their
+weighted graph kept as a sparse CSR, coarsened again in memory while it has more than
+`coarse_nodes` nodes; METIS splits the coarsest graph; the split is projected back level by
+level with `level_fm_passes` FM passes at each (the same kernel as `subpart_fm_passes`, on a
+sparse graph), then `node_fm_passes` at the nodes; `vcycles` more cycles each coarsen again
+with clusters kept inside the parts (another seed), project the partition up and refine it the
+same way on the way back (KaHIP's iterated V-cycles; no cycle moves a node across parts while
+coarsening, so each starts from the last cycle's cut). `base`, `base_keys` and the `subpart_*` keys
+are not read there. State: O(|V|) (labels, cluster weights, a connection scratch) plus the coarse
+graphs, which shrink level by level, and the CSR windows.
+
+State (coarsening: base): the base partitioner's, then O(|V|) (the sub-partition array) plus the k x k matrix and the
 CSR windows. `partitioner.chunk_edges` reaches the base; the book's identity holds the base's own
 identity and code version (`nested_spec`). The shared refinement post-pass
 (`partitioner.refine_passes`, best with `refine_objective=replication`) then moves single nodes
@@ -45,8 +59,10 @@ Deterministic for a given seed (the base's and METIS's).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 import numba
 import numpy as np
@@ -55,7 +71,8 @@ from gnnbench.data.adjacency import adjacency_scope, ensure_adjacency
 from gnnbench.data.store import GraphStore
 from gnnbench.errors import ConfigError
 from gnnbench.partition.base import PARTITIONERS, PartitionResult
-from gnnbench.partition.fm import refine_nodes, refine_quotient
+from gnnbench.partition.clustering import cluster_values, coarsen
+from gnnbench.partition.fm import refine_graph, refine_nodes, refine_quotient
 from gnnbench.partition.refine import refine
 from gnnbench.spec_keys import whole_at_least
 
@@ -88,29 +105,39 @@ def quotient_weights(store: GraphStore, sub: np.ndarray, k: int) -> np.ndarray:
 def metis_on_quotient(
     weights: np.ndarray, sizes: np.ndarray, p: int, seed: int, ncuts: int = 1
 ) -> np.ndarray:
-    """METIS k-way of the quotient graph into p parts, the best of `ncuts` tries (METIS's own
-    option: each from another seed); the part of every sub-partition."""
+    """METIS k-way of the dense quotient graph into p parts (metis_on_graph); the part of every
+    sub-partition."""
+    rows, cols = np.nonzero(weights)
+    indptr = np.zeros(len(sizes) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows, minlength=len(sizes)), out=indptr[1:])
+    return metis_on_graph(indptr, cols, weights[rows, cols], sizes, p, seed, ncuts)
+
+
+def metis_on_graph(
+    indptr: np.ndarray, indices: np.ndarray, edge_weights: np.ndarray, node_weights: np.ndarray,
+    p: int, seed: int, ncuts: int = 1,
+) -> np.ndarray:  # fmt: skip
+    """METIS k-way (pymetis) of a weighted graph held as a CSR into p parts, the best of `ncuts`
+    tries (METIS's own option: each from another seed); the part of every node."""
     if p == 1:
-        return np.zeros(len(sizes), dtype=np.int64)
-    if not weights.any():
-        return _pack_largest_first(sizes, p)  # nothing to cut
+        return np.zeros(len(node_weights), dtype=np.int64)
+    if not len(indices):
+        return _pack_largest_first(node_weights, p)  # nothing to cut
     try:
         import pymetis
     except ImportError as exc:
         raise ConfigError(
             "partitioner=quotient: pymetis (>= 2025.2) is not installed (pip install pymetis)"
         ) from exc
-    total = int(weights.sum())
+    total = int(edge_weights.sum())
     if total > METIS_MAX_WEIGHT:  # keep every edge (weight >= 1), scale the rest down
-        weights = np.maximum(weights // -(-total // (METIS_MAX_WEIGHT // 2)), weights > 0)
-    rows, cols = np.nonzero(weights)
-    xadj = np.zeros(len(sizes) + 1, dtype=np.int64)
-    np.cumsum(np.bincount(rows, minlength=len(sizes)), out=xadj[1:])
+        scale = -(-total // (METIS_MAX_WEIGHT // 2))
+        edge_weights = np.maximum(edge_weights // scale, 1)
     _, membership = pymetis.part_graph(
         p,
-        pymetis.CSRAdjacency(xadj, cols),
-        vweights=np.maximum(sizes, 1).tolist(),  # an empty sub-partition still weighs 1
-        eweights=weights[rows, cols].tolist(),
+        pymetis.CSRAdjacency(indptr, indices),
+        vweights=np.maximum(node_weights, 1).tolist(),  # an empty sub-partition still weighs 1
+        eweights=edge_weights.tolist(),
         options=pymetis.Options(seed=int(seed), ncuts=ncuts),
     )
     return np.asarray(membership, dtype=np.int64)
@@ -169,9 +196,14 @@ def quotient(
     p: int,
     seed: int,
     *,
+    coarsening: Literal["base", "clusters"],
     base: str,
     base_keys: Mapping[str, Any],
     subparts_per_part: int,
+    cluster_passes: int,
+    coarse_nodes: int,
+    level_fm_passes: int,
+    vcycles: int,
     subpart_lp_passes: int,
     subpart_slack: float,
     quotient_ncuts: int,
@@ -179,7 +211,8 @@ def quotient(
     node_fm_passes: int,
     chunk_edges: int,
 ) -> PartitionResult:
-    """Sub-partitions from `base`, METIS on their quotient graph, then FM at both levels."""
+    """Sub-partitions from `base` (or label-propagation clusters, level after level), METIS on
+    their quotient graph, then FM at every level."""
     spec = _base_spec(base, base_keys, chunk_edges)
     per_part = whole_at_least("partitioner.subparts_per_part", subparts_per_part, 1)
     whole_at_least("partitioner.subpart_lp_passes", subpart_lp_passes, 0)
@@ -191,6 +224,15 @@ def quotient(
     node_passes = whole_at_least("partitioner.node_fm_passes", node_fm_passes, 0)
     if p == 1:
         return PartitionResult(np.zeros(store.num_nodes, dtype=np.int32), {"passes": 0})
+    if coarsening == "clusters":
+        multilevel = Multilevel(
+            cluster_cap=math.ceil(store.num_nodes / (p * per_part)),
+            passes=whole_at_least("partitioner.cluster_passes", cluster_passes, 1),
+            coarse_nodes=whole_at_least("partitioner.coarse_nodes", coarse_nodes, 1),
+            level_fm_passes=whole_at_least("partitioner.level_fm_passes", level_fm_passes, 0),
+            vcycles=whole_at_least("partitioner.vcycles", vcycles, 0),
+        )
+        return multilevel.partition(store, p, seed, ncuts, node_passes)
     k = max(1, min(p * per_part, store.num_nodes, MAX_SUBPARTS))
     with adjacency_scope():  # a node-stream base and the quotient stream share one CSR build
         sub_result = spec.run(store, k, seed)
@@ -221,6 +263,78 @@ def quotient(
         **fm_stats,
     }
     return PartitionResult(owner, stats)
+
+
+@dataclass(frozen=True)
+class Multilevel:
+    """`coarsening: clusters`: label-propagation clusters of at most `cluster_cap` nodes as the
+    coarse nodes (gnnbench/partition/clustering.py), coarsened again in memory down to about
+    `coarse_nodes`, METIS on the coarsest graph, then FM at every level on the way back; each
+    of `vcycles` more cycles coarsens inside the parts and refines the same way again."""
+
+    cluster_cap: int
+    passes: int
+    coarse_nodes: int
+    level_fm_passes: int
+    vcycles: int
+
+    def partition(
+        self, store: GraphStore, p: int, seed: int, ncuts: int, node_passes: int
+    ) -> PartitionResult:
+        with adjacency_scope():
+            adjacency = ensure_adjacency(store)
+            streams = adjacency.passes
+            levels = coarsen(adjacency, self.cluster_cap, self.passes, self.coarse_nodes, seed)
+            coarsest = levels[-1].graph
+            part = metis_on_graph(
+                coarsest.indptr, coarsest.indices, coarsest.edge_weights,
+                coarsest.node_weights, p, seed, ncuts,
+            )  # fmt: skip
+            stats: dict[str, Any] = {
+                "cluster_cap": self.cluster_cap,
+                "clusters": levels[0].graph.num_nodes,
+                "coarse_levels": len(levels),
+                "quotient_nodes": coarsest.num_nodes,
+                "quotient_edges": len(coarsest.indices) // 2,
+                "quotient_cut_edges": _cut(coarsest, part),
+            }
+            owner = self._uncoarsen(store, levels, part, p, seed, node_passes, stats, "")
+            for cycle in range(1, self.vcycles + 1):
+                levels = coarsen(
+                    adjacency, self.cluster_cap, self.passes, self.coarse_nodes, seed + cycle,
+                    block=owner,
+                )  # fmt: skip
+                part = owner.astype(np.int64)
+                for level in levels:  # the partition of each coarser level: its members' part
+                    part = cluster_values(level.label, part, level.graph.num_nodes)
+                tag = f"vcycle_{cycle}_"
+                owner = self._uncoarsen(store, levels, part, p, seed, node_passes, stats, tag)
+            stats["passes"] = adjacency.passes - streams
+        return PartitionResult(owner, stats)
+
+    def _uncoarsen(self, store, levels, part, p, seed, node_passes, stats, tag) -> np.ndarray:
+        """The coarsest level's `part` projected back level by level, FM at each, then at the
+        nodes; the owner array (stats gain `<tag>level_<i>_fm_*` and `<tag>node_fm_*`)."""
+        for depth in range(len(levels) - 1, -1, -1):
+            graph = levels[depth].graph
+            level_stats = refine_graph(
+                graph.indptr, graph.indices, graph.edge_weights, graph.node_weights,
+                part, p, self.level_fm_passes, seed, f"level_{depth + 1}_fm",
+            )  # fmt: skip
+            stats.update({tag + key: value for key, value in level_stats.items()})
+            part = part[levels[depth].label]
+        owner = part.astype(np.int32)
+        del part
+        if node_passes:
+            node_stats = refine_nodes(store, owner, p, node_passes, seed)
+            stats.update({tag + key: value for key, value in node_stats.items()})
+        return owner
+
+
+def _cut(graph, part: np.ndarray) -> int:
+    """Edge weight between parts of a coarse graph."""
+    sources = np.repeat(part, np.diff(graph.indptr))
+    return int(graph.edge_weights[sources != part[graph.indices]].sum()) // 2
 
 
 def _nested_spec(*, base, base_keys, chunk_edges, **_own):

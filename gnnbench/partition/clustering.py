@@ -1,0 +1,247 @@
+"""Multilevel coarsening by size-constrained label propagation, in O(|V|) bytes beside the CSR.
+
+The coarsening of a multilevel partitioner as KaMinPar's (Gottesbüren et al., ESA 2021), over the
+on-disk CSR (gnnbench.data.adjacency) read one bounded window at a time:
+
+- `label_propagation`: every node starts as its own cluster; a pass visits the nodes in id order
+  and moves each to the neighbouring cluster it has the most edge weight to, among clusters whose
+  weight stays within `max_weight`, when that is more than it has to its own cluster (ties: a
+  seeded hash of the cluster, so no id order is favoured). Passes stop early when one moves no
+  node. State: the label and cluster-weight arrays and one connection scratch of |V| entries
+  (reset after each node: only the entries it touched), int32 while the weights fit.
+- `coarse_graph`: the clusters' weighted graph (node weight: summed member weights; edge weight:
+  summed weights of the edges between two clusters; both directions kept, as a CSR for METIS).
+  One window's cluster pairs at a time are merged into a running sorted list: its memory is the
+  coarse graph plus one window's pairs.
+- `coarsen`: one level from the on-disk CSR, then more levels from each coarse graph in memory
+  while it has more than `coarse_nodes` nodes and a level still shrinks it by a tenth.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+
+from gnnbench.data.adjacency import AdjacencyStream
+
+UNIT = np.zeros(0, dtype=np.int64)  # no weights given: every node and edge weighs 1
+PAIR_WINDOW = 1 << 21  # CSR entries per window while the coarse graph is built (8 bytes a pair)
+MIN_SHRINK = 0.9  # a level that keeps more than this fraction of its nodes ends the coarsening
+
+Rows = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
+@dataclass(frozen=True)
+class CoarseGraph:
+    """A weighted graph in memory: node i's neighbours indices[indptr[i]:indptr[i + 1]]."""
+
+    indptr: np.ndarray
+    indices: np.ndarray
+    edge_weights: np.ndarray
+    node_weights: np.ndarray
+
+    @property
+    def num_nodes(self) -> int:
+        return len(self.indptr) - 1
+
+    def rows(self, max_entries: int = PAIR_WINDOW) -> Iterator[Rows]:
+        """One pass over the rows in id order, about `max_entries` entries at a time."""
+        lo = 0
+        while lo < self.num_nodes:
+            hi = int(np.searchsorted(self.indptr, self.indptr[lo] + max_entries, side="right")) - 1
+            hi = min(max(hi, lo + 1), self.num_nodes)
+            base, stop = int(self.indptr[lo]), int(self.indptr[hi])
+            yield (
+                np.arange(lo, hi, dtype=np.int64),
+                self.indptr[lo:hi] - base,
+                self.indptr[lo + 1 : hi + 1] - base,
+                self.indices[base:stop],
+                self.edge_weights[base:stop],
+            )
+            lo = hi
+
+
+@dataclass(frozen=True)
+class Level:
+    """One coarsening step: the cluster of every finer node, and the clusters' graph."""
+
+    label: np.ndarray
+    graph: CoarseGraph
+
+
+def disk_rows(adjacency: AdjacencyStream, max_entries: int) -> Callable[[], Iterator[Rows]]:
+    """Passes over the on-disk CSR as unweighted rows."""
+
+    def one_pass() -> Iterator[Rows]:
+        for block in adjacency.blocks("id", max_entries=max_entries):
+            yield (*block.rows, UNIT)
+
+    return one_pass
+
+
+def coarsen(
+    adjacency: AdjacencyStream, max_weight: int, passes: int, coarse_nodes: int, seed: int,
+    block: np.ndarray = UNIT,
+) -> list[Level]:  # fmt: skip
+    """Levels of label-propagation clusters of at most `max_weight` nodes, the first from the
+    on-disk CSR, then in memory while the coarsest graph has more than `coarse_nodes` nodes.
+    With a `block` per node, clusters stay inside blocks (a V-cycle keeps its partition)."""
+    num_nodes = adjacency.num_nodes
+    degree = int(np.diff(adjacency.indptr).max()) if num_nodes else 0
+    rows = disk_rows(adjacency, PAIR_WINDOW)
+    label, count = label_propagation(rows, num_nodes, degree, max_weight, passes, seed, UNIT, block)
+    levels = [Level(label, coarse_graph(rows(), label, count))]
+    while levels[-1].graph.num_nodes > coarse_nodes:
+        graph = levels[-1].graph
+        if block.shape[0]:
+            block = cluster_values(levels[-1].label, block, graph.num_nodes)
+        degree = int(np.diff(graph.indptr).max()) if graph.num_nodes else 0
+        label, count = label_propagation(
+            graph.rows, graph.num_nodes, degree, max_weight, passes, seed + len(levels),
+            graph.node_weights, block,
+        )  # fmt: skip
+        if count > MIN_SHRINK * graph.num_nodes:
+            break
+        levels.append(Level(label, coarse_graph(graph.rows(), label, count, graph.node_weights)))
+    return levels
+
+
+def cluster_values(label: np.ndarray, values: np.ndarray, count: int) -> np.ndarray:
+    """The value of each of the `count` clusters `label` names, from its members (who share
+    one: their block)."""
+    clusters = np.empty(count, dtype=values.dtype)
+    clusters[label] = values
+    return clusters
+
+
+@numba.njit(cache=True)
+def _tie_rank(cluster, seed):
+    """A seeded pseudo-random rank of a cluster (splitmix64's finaliser)."""
+    z = np.uint64(cluster) + np.uint64(seed) * np.uint64(0x9E3779B97F4A7C15)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+@numba.njit(cache=True)
+def _cluster_rows(
+    nodes, starts, stops, indices, edge_weights, node_weights,
+    label, cluster_weight, max_weight, conn, touched, seed, block,
+):  # fmt: skip
+    """One label-propagation pass over these rows (labels and weights in place); the moves.
+    With a `block` per node (else empty), a node joins only clusters of its own block."""
+    moves = 0
+    for i in range(nodes.shape[0]):
+        v = nodes[i]
+        own = label[v]
+        count = 0
+        for e in range(starts[i], stops[i]):
+            u = indices[e]
+            if u == v or (block.shape[0] and block[u] != block[v]):
+                continue
+            c = label[u]
+            if conn[c] == 0:
+                touched[count] = c
+                count += 1
+            conn[c] += 1 if edge_weights.shape[0] == 0 else edge_weights[e]
+        weight = 1 if node_weights.shape[0] == 0 else node_weights[v]
+        best = own
+        best_conn = conn[own]
+        best_rank = _tie_rank(own, seed)
+        for j in range(count):
+            c = touched[j]
+            if c == own or cluster_weight[c] + weight > max_weight:
+                continue
+            rank = _tie_rank(c, seed)
+            if conn[c] > best_conn or (conn[c] == best_conn and rank > best_rank):
+                best, best_conn, best_rank = c, conn[c], rank
+        moved = best != own and best_conn > conn[own]
+        for j in range(count):
+            conn[touched[j]] = 0
+        if moved:
+            label[v] = best
+            cluster_weight[own] -= weight
+            cluster_weight[best] += weight
+            moves += 1
+    return moves
+
+
+def label_propagation(
+    rows: Callable[[], Iterable[Rows]], num_nodes: int, max_degree: int, max_weight: int,
+    passes: int, seed: int, node_weights: np.ndarray = UNIT, block: np.ndarray = UNIT,
+) -> tuple[np.ndarray, int]:  # fmt: skip
+    """Clusters of at most `max_weight` (a node heavier than that stays alone) after `passes`
+    passes over `rows()`; (the cluster of every node, 0..c-1 as int32; c)."""
+    total = int(node_weights.sum()) if node_weights.shape[0] else num_nodes
+    weight_type = np.int32 if total < 2**31 else np.int64
+    label = np.arange(num_nodes, dtype=np.int32)
+    if node_weights.shape[0]:
+        cluster_weight = node_weights.astype(weight_type)
+    else:
+        cluster_weight = np.ones(num_nodes, dtype=weight_type)
+    # a node's connection to one cluster is at most its weighted degree: int32 on the disk level
+    conn = np.zeros(num_nodes, dtype=np.int32 if node_weights.shape[0] == 0 else np.int64)
+    touched = np.empty(max(max_degree, 1), dtype=np.int32)
+    for number in range(passes):
+        moves = 0
+        for nodes, starts, stops, indices, edge_weights in rows():
+            moves += _cluster_rows(
+                nodes, starts, stops, indices, edge_weights, node_weights,
+                label, cluster_weight, max_weight, conn, touched, seed * 1000003 + number, block,
+            )  # fmt: skip
+        if not moves:
+            break
+    return _compact(label)
+
+
+def _compact(label: np.ndarray) -> tuple[np.ndarray, int]:
+    """Labels renumbered 0..c-1 in the order of their values (in place); c."""
+    present = np.zeros(len(label), dtype=bool)
+    present[label] = True
+    new_id = (np.cumsum(present) - 1).astype(np.int32)
+    label[:] = new_id[label]
+    return label, int(present.sum())
+
+
+def coarse_graph(
+    rows: Iterable[Rows], label: np.ndarray, count: int, node_weights: np.ndarray = UNIT
+) -> CoarseGraph:
+    """The graph of the `count` clusters `label` names, from one pass of weighted rows."""
+    keys = np.zeros(0, dtype=np.int64)
+    weights = np.zeros(0, dtype=np.int64)
+    for nodes, starts, stops, indices, edge_weights in rows:
+        positions = _row_positions(starts, stops)
+        source = np.repeat(label[nodes].astype(np.int64), stops - starts)
+        target = label[indices[positions]].astype(np.int64)
+        crossing = source != target
+        window_keys = source[crossing] * count + target[crossing]
+        del source, target
+        if edge_weights.shape[0]:
+            pair_weights = edge_weights[positions][crossing]
+        else:
+            pair_weights = np.ones(len(window_keys), dtype=np.int64)
+        keys, weights = _merge(keys, weights, window_keys, pair_weights)
+    indptr = np.zeros(count + 1, dtype=np.int64)
+    np.cumsum(np.bincount(keys // count, minlength=count), out=indptr[1:])
+    if node_weights.shape[0]:
+        sizes = np.bincount(label, weights=node_weights, minlength=count)
+    else:
+        sizes = np.bincount(label, minlength=count)
+    return CoarseGraph(indptr, keys % count, weights, sizes.astype(np.int64))
+
+
+def _row_positions(starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
+    """The positions of every row's entries, row after row."""
+    lengths = (stops - starts).astype(np.int64)
+    shift = np.repeat(starts.astype(np.int64) - (np.cumsum(lengths) - lengths), lengths)
+    return shift + np.arange(int(lengths.sum()), dtype=np.int64)
+
+
+def _merge(keys, weights, more_keys, more_weights):
+    """Sorted unique keys with their summed weights, of both lists."""
+    merged, inverse = np.unique(np.concatenate([keys, more_keys]), return_inverse=True)
+    summed = np.bincount(inverse, weights=np.concatenate([weights, more_weights]))
+    return merged, summed.astype(np.int64)

@@ -1,0 +1,147 @@
+"""Label-propagation coarsening (gnnbench/partition/clustering.py) and quotient's multilevel mode
+(`partitioner.coarsening=clusters`)."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from graphs import make_store
+from test_vertex_partitioners import edge_cut
+
+from gnnbench.data.adjacency import ensure_adjacency
+from gnnbench.errors import ConfigError
+from gnnbench.partition.clustering import coarsen
+from gnnbench.partition.spec import PartitionSpec
+
+MULTILEVEL = {"coarsening": "clusters", "subparts_per_part": 4, "coarse_nodes": 16}
+
+
+def cliques(count: int, size: int) -> list[tuple[int, int]]:
+    """`count` cliques of `size` nodes, clique i's last node tied to clique i + 1's first."""
+    edges = []
+    for c in range(count):
+        members = range(c * size, (c + 1) * size)
+        edges += list(itertools.combinations(members, 2))
+        if c + 1 < count:
+            edges.append(((c + 1) * size - 1, (c + 1) * size))
+    return edges
+
+
+@pytest.fixture(scope="module")
+def chain_of_cliques(tmp_path_factory):
+    return make_store(tmp_path_factory.mktemp("cliques") / "store", cliques(8, 6), 48)
+
+
+@pytest.fixture(scope="module")
+def random_graph(tmp_path_factory):
+    rng = np.random.default_rng(3)
+    edges = rng.integers(0, 500, size=(2500, 2))  # self loops and repeated edges included
+    return make_store(tmp_path_factory.mktemp("random") / "store", edges, 520)  # 20 isolated
+
+
+def test_clusters_find_the_cliques(chain_of_cliques):
+    """With room for one clique, every clique becomes one cluster: the 7 bridges are all the
+    coarse graph holds, each of weight 1 both ways."""
+    [level] = coarsen(ensure_adjacency(chain_of_cliques), 6, passes=5, coarse_nodes=100, seed=0)
+    clusters = level.label.reshape(8, 6)
+    assert (clusters == clusters[:, :1]).all() and len(set(clusters[:, 0])) == 8
+    graph = level.graph
+    assert graph.node_weights.tolist() == [6] * 8
+    assert len(graph.indices) == 14 and graph.edge_weights.tolist() == [1] * 14
+
+
+def test_clusters_respect_the_cap_and_the_coarse_graph_adds_up(random_graph):
+    """Every cluster within the cap at every level; each coarse graph is symmetric, its node
+    weights sum to |V| and its edge weights to the edges the clusters cut (both directions)."""
+    adjacency = ensure_adjacency(random_graph)
+    levels = coarsen(adjacency, 9, passes=4, coarse_nodes=20, seed=1)
+    assert len(levels) >= 2
+    finest = np.arange(random_graph.num_nodes)
+    for level in levels:
+        graph = level.graph
+        finest = level.label[finest]
+        assert graph.node_weights.max() <= 9 and graph.node_weights.sum() == 520
+        assert (
+            np.bincount(finest, minlength=graph.num_nodes).tolist() == graph.node_weights.tolist()
+        )
+        dense = np.zeros((graph.num_nodes, graph.num_nodes), dtype=np.int64)
+        rows = np.repeat(np.arange(graph.num_nodes), np.diff(graph.indptr))
+        dense[rows, graph.indices] = graph.edge_weights
+        assert (dense == dense.T).all() and not dense.diagonal().any()
+        assert dense.sum() == 2 * edge_cut(random_graph, finest.astype(np.int32))
+
+
+def test_clusters_are_deterministic_per_seed(random_graph):
+    adjacency = ensure_adjacency(random_graph)
+    first, again, other = (coarsen(adjacency, 9, 4, 20, seed)[0].label for seed in (0, 0, 7))
+    assert (first == again).all() and not (first == other).all()
+
+
+@pytest.mark.parametrize("p", [2, 4, 8])
+def test_multilevel_quotient_finds_the_planted_cut(chain_of_cliques, p):
+    """8 cliques in a chain at p = 2, 4, 8: the best split cuts p - 1 bridges, which the
+    multilevel mode finds, balanced."""
+    owner = PartitionSpec.defaults("quotient", **MULTILEVEL).run(chain_of_cliques, p, 0).owner
+    assert edge_cut(chain_of_cliques, owner) == p - 1
+    assert np.bincount(owner).tolist() == [48 // p] * p
+
+
+@pytest.mark.parametrize("p", [3, 8])
+def test_multilevel_quotient_is_balanced_and_deterministic(random_graph, p):
+    spec = PartitionSpec.defaults("quotient", **MULTILEVEL, level_fm_passes=3, node_fm_passes=3)
+    result = spec.run(random_graph, p, 0)
+    assert result.stats["coarse_levels"] >= 2
+    sizes = np.bincount(result.owner, minlength=p)
+    assert sizes.max() <= np.ceil(1.03 * 520 / p)
+    assert (spec.run(random_graph, p, 0).owner == result.owner).all()
+
+
+def test_multilevel_refinement_never_raises_the_cut(random_graph):
+    """FM at every coarse level lowers (weight over the bound, cut) or keeps it."""
+    spec = PartitionSpec.defaults("quotient", **MULTILEVEL, level_fm_passes=4)
+    stats = spec.run(random_graph, 4, 0).stats
+    for level in range(1, stats["coarse_levels"] + 1):
+        prefix = f"level_{level}_fm_"
+        passes = sorted(int(k.rsplit("_", 1)[1]) for k in stats if k.startswith(prefix + "cut_"))
+        pairs = [(stats[f"{prefix}overfull_{i}"], stats[f"{prefix}cut_{i}"]) for i in passes]
+        assert pairs == sorted(pairs, reverse=True) and len(pairs) >= 2
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("coarsening", "metis"),
+        ("cluster_passes", 0),
+        ("coarse_nodes", 0),
+        ("level_fm_passes", -1),
+        ("vcycles", -1),
+    ],
+)
+def test_multilevel_keys_are_checked(random_graph, key, value):
+    with pytest.raises(ConfigError, match=f"partitioner.{key}"):
+        PartitionSpec.defaults("quotient", **{**MULTILEVEL, key: value}).run(random_graph, 4, 0)
+
+
+def test_clusters_stay_inside_blocks(random_graph):
+    """Given a block per node (a V-cycle's partition), no cluster at any level spans two."""
+    block = np.random.default_rng(0).integers(0, 4, size=random_graph.num_nodes)
+    levels = coarsen(ensure_adjacency(random_graph), 9, 4, 20, seed=2, block=block)
+    finest = np.arange(random_graph.num_nodes)
+    for level in levels:
+        finest = level.label[finest]
+        blocks_per_cluster = [len(set(block[finest == c])) for c in range(level.graph.num_nodes)]
+        assert max(blocks_per_cluster) == 1
+
+
+def test_vcycles_never_raise_the_cut(random_graph):
+    """A V-cycle coarsens inside the parts, so it starts from the last cut, and its FM passes
+    never raise it: more cycles, a cut no higher (both within the balance bound)."""
+    keys = {**MULTILEVEL, "level_fm_passes": 2, "node_fm_passes": 2}
+    once = PartitionSpec.defaults("quotient", **keys).run(random_graph, 4, 0)
+    cycled = PartitionSpec.defaults("quotient", **keys, vcycles=2).run(random_graph, 4, 0)
+    bound = np.ceil(1.03 * 520 / 4)
+    assert np.bincount(once.owner).max() <= bound and np.bincount(cycled.owner).max() <= bound
+    assert edge_cut(random_graph, cycled.owner) <= edge_cut(random_graph, once.owner)
+    assert "vcycle_2_level_1_fm_cut_0" in cycled.stats
