@@ -289,6 +289,12 @@ def test_cli_modes(small_sweep_store, tmp_path, capsys, monkeypatch):
     assert all(row["partitioner.name"] for row in rows)
     assert {row["partitioner.name"] for row in rows} == {"spring", "hash", "grem", "ldg"}
     assert out.read_text().startswith("Generated from MLflow experiment `gnnbench`")
+    # Rewritten, the table replaces itself and keeps the sections other scripts write below it.
+    out.write_text(out.read_text() + "\n## Another script's section\n\nits text\n")
+    assert main([*argv, str(out), "--title", "Table"]) == 0
+    text = out.read_text()
+    assert text.startswith("# Table\n\nGenerated from") and text.count("Generated from") == 1
+    assert text.endswith("\n\n## Another script's section\n\nits text\n")
 
 
 def test_scale_training_control_is_the_rows_own_partitions_first():

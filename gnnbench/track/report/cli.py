@@ -97,7 +97,10 @@ def _parser() -> argparse.ArgumentParser:
         "--metrics", default=",".join(DEFAULT_METRICS), help="comma-separated metric names"
     )
     tab.add_argument(
-        "--out", type=Path, help="write the Markdown table here (and a .csv beside it)"
+        "--out",
+        type=Path,
+        help="write the Markdown table here (and a .csv beside it); the file's `## ` sections "
+        "after it are kept",
     )
     tab.add_argument("--title", default="")
     return parser
@@ -116,8 +119,19 @@ def _table_mode(args: argparse.Namespace) -> None:
             "`python -m gnnbench report`.\n\n"
         )
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_bytes(args.out, (header + source + text).encode())
+        later = _later_sections(args.out)
+        atomic_write_bytes(args.out, (header + source + text + later).encode())
         write_csv(rows, [*axes, *metrics], args.out.with_suffix(".csv"))
+
+
+def _later_sections(doc: Path) -> str:
+    """The `## ` sections of an existing doc, which other scripts generate below the table
+    (docs/partition_quality.md): kept as they are."""
+    if not doc.is_file():
+        return ""
+    text = doc.read_text()
+    start = text.find("\n## ")
+    return "" if start < 0 else "\n" + text[start + 1 :]
 
 
 def main(argv: list[str] | None = None) -> int:
