@@ -23,7 +23,7 @@ def test_labels_name_presets_and_baseline_modes():
 def test_small_sweep_to_doc(tmp_path, gnnbench_home, monkeypatch):
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     size = ["experiment=rgg_scale", "dataset.num_nodes=3000", f"tracking.uri={uri}"]
-    done = gnnbench(tmp_path, "-m", *size, "partitioner=metis,kaminpar,quotient_best,ldg")
+    done = gnnbench(tmp_path, "-m", *size, "partitioner=metis,kaminpar,quotient_multilevel,ldg")
     assert done.returncode == 0, done.stderr[-2000:]
     # a cap no process fits under: FAILED with its one line, and the table still builds
     capped = gnnbench(tmp_path, *size, "partitioner=hash", "partitioner.memory_limit_gb=0.01")
@@ -31,14 +31,32 @@ def test_small_sweep_to_doc(tmp_path, gnnbench_home, monkeypatch):
     monkeypatch.setattr(rgg_scale, "DOC", tmp_path / "rgg_scale.md")
     rgg_scale.write_doc(uri, {100_000_000: "needs hours"})
     frame = pd.read_csv(tmp_path / "rgg_scale.csv")
-    assert set(frame.config) == {"metis", "kaminpar default", "quotient_best", "ldg", "hash"}
+    assert set(frame.config) == {"metis", "kaminpar default", rgg_scale.TARGET, "ldg", "hash"}
     finished = frame[frame.status == "FINISHED"].set_index("config")
-    assert set(finished.index) == {"metis", "kaminpar default", "quotient_best", "ldg"}
+    assert set(finished.index) == {"metis", "kaminpar default", rgg_scale.TARGET, "ldg"}
     assert (finished.partition_peak_mb > 0).all() and (finished.edge_cut > 0).all()
     assert frame.set_index("config").loc["hash", "error"].strip() != ""
     text = (tmp_path / "rgg_scale.md").read_text()
     assert "## 3,000 nodes" in text and "## 100,000,000 nodes: not run" in text
-    assert "Not run at this size: kahip, spring, fennel, quotient." in text
+    assert "Not run at this size: kahip, spring, fennel, quotient, quotient_best." in text
     best = finished.loc[["metis", "kaminpar default"], "edge_cut"].min()
-    ratio = finished.loc["quotient_best", "edge_cut"] / best
-    assert f"`quotient_best`: cut {ratio:.3f}x" in text
+    ratio = finished.loc[rgg_scale.TARGET, "edge_cut"] / best
+    assert f"`{rgg_scale.TARGET}`: cut {ratio:.3f}x" in text
+
+
+def test_store_runs_replace_the_committed_rows_of_their_job():
+    """The doc is the committed CSV with the store's runs on top, one row per (size, config, p)."""
+    committed = pd.DataFrame(
+        {"nodes": [10, 10, 20], "config": ["metis", "ldg", "metis"], "p": [16] * 3,
+         "edge_cut": [0.1, 0.5, 0.2]}
+    )  # fmt: skip
+    fresh = pd.DataFrame({"nodes": [10, 10], "config": ["ldg", "quotient_multilevel"],
+                          "p": [16, 16], "edge_cut": [0.4, 0.09]})  # fmt: skip
+    frame = rgg_scale.merged_runs(committed, fresh).set_index(["nodes", "config"])
+    assert frame.edge_cut.to_dict() == {
+        (10, "metis"): 0.1,
+        (20, "metis"): 0.2,
+        (10, "ldg"): 0.4,
+        (10, "quotient_multilevel"): 0.09,
+    }
+    assert rgg_scale.merged_runs(committed, pd.DataFrame()).equals(committed)
