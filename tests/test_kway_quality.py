@@ -12,6 +12,7 @@ from gnnbench.track.report import kway_quality
 
 # (config, cut, RF, balance, time, peak) in every cell; METIS and KaMinPar strong differ per cell
 CELLS = [("g1", 4), ("g1", 8), ("g2", 4), ("g2", 8)]
+TARGET = kway_quality.TARGET
 
 
 def _runs(best_cut_scale: list[float]) -> pd.DataFrame:
@@ -21,7 +22,7 @@ def _runs(best_cut_scale: list[float]) -> pd.DataFrame:
         for config, cut, rf, balance in (
             ("metis", metis_cut, 2.0, 1.03),
             ("kaminpar strong", metis_cut * 0.9, 1.9, 1.03),
-            ("quotient_best", metis_cut * scale, 1.9, 1.04),
+            (TARGET, metis_cut * scale, 1.9, 1.04),
             ("ldg", metis_cut * 3, 3.0, 1.01),
         ):
             rows.append({
@@ -35,12 +36,12 @@ def _runs(best_cut_scale: list[float]) -> pd.DataFrame:
 
 def test_summary_ratios_per_cell():
     summary = kway_quality.summary(_runs([1.0, 1.0, 1.1, 1.3]))
-    best = summary.loc["quotient_best"]
+    best = summary.loc[TARGET]
     assert best.cells == 4
     assert best.cut_mean == pytest.approx(1.1) and best.cut_max == pytest.approx(1.3)
     assert best.rf_mean == pytest.approx(0.95) and best.peak_mean == pytest.approx(0.1)
     assert best.cut_vs_kaminpar_strong == pytest.approx(1.1 / 0.9)
-    assert list(summary.index) == ["kaminpar strong", "metis", "quotient_best", "ldg"]
+    assert list(summary.index) == ["kaminpar strong", "metis", TARGET, "ldg"]
 
 
 @pytest.mark.parametrize(
@@ -67,8 +68,8 @@ def test_section_goes_before_the_summary_section_and_is_replaced(tmp_path):
     assert text.count(kway_quality.HEADING) == 1
     order = [text.index(h) for h in ("## Streaming", kway_quality.HEADING, "## SPRING's")]
     assert order == sorted(order) and text.endswith("end\n")
-    rows = [line for line in text.splitlines() if line.startswith("| quotient_best |")]
-    assert rows == ["| quotient_best | 4 | 1.000 | 1.000 | 0.950 | 0.950 | 1.040 | 1.00 | 0.10 "
+    rows = [line for line in text.splitlines() if line.startswith(f"| {TARGET} |")]
+    assert rows == [f"| {TARGET} | 4 | 1.000 | 1.000 | 0.950 | 0.950 | 1.040 | 1.00 | 0.10 "
                     "| 1.111 | 1.111 |"]  # fmt: skip
 
 
@@ -79,4 +80,5 @@ def test_every_streaming_partitioner_and_the_baselines_modes_run():
     assert kway_quality.TARGET in labels
     for name, overrides in kway_quality.configs().values():  # each a valid config of its own
         spec = PartitionSpec.defaults(name, **overrides)
-        assert spec.name == name.removesuffix("_best")  # the preset runs quotient
+        expected = "quotient" if name in kway_quality.PRESETS else name  # a preset runs quotient
+        assert spec.name == expected
