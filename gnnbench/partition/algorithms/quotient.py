@@ -76,9 +76,9 @@ from gnnbench.partition.fm import refine_graph, refine_nodes, refine_quotient
 from gnnbench.partition.refine import refine
 from gnnbench.spec_keys import whole_at_least
 
-# Bump when this module's output changes (gnnbench/partition/fm.py's included: quotient alone runs
-# it): part of every partition book's cache key.
-VERSION = "2"  # 2: FM lets an overfull block shed weight to a block it does not touch
+# Bump when this module's output changes (gnnbench/partition/fm.py's and clustering.py's included:
+# quotient alone runs them): part of every partition book's cache key.
+VERSION = "3"  # 2: FM lets an overfull block shed weight to a block it does not touch; 3: clusters
 MAX_SUBPARTS = 1024  # the quotient graph's dense matrix is k^2 int64
 METIS_MAX_WEIGHT = 2**31 - 1  # METIS's idx_t: the summed edge weights must fit
 
