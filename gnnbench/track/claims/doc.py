@@ -37,7 +37,7 @@ PREAMBLE = [
 def not_run(claim: Claim) -> Verdict:
     """The verdict of a claim whose runs are absent: open, with the command that runs it."""
     command = f"`python scripts/claims.py --run --only {claim.number}`"
-    return Verdict("not run in this session", "open", f"no FINISHED runs: {command}")
+    return Verdict("no runs exported", "open", f"no FINISHED runs: {command}")
 
 
 def judge(claim: Claim, frame: pd.DataFrame) -> Verdict:
