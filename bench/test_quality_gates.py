@@ -1,7 +1,7 @@
 """Quality gates: deterministic partition metrics and a short seeded training run's F1.
 
 Every streaming partitioner, the in-memory baselines of IN_MEMORY_GATED and the presets of
-PRESETS_GATED (partitioner=quotient_best), on a fixed set of small graphs at p=4 with seed 0 (the METIS baselines are checked in tests/test_baselines.py);
+PRESETS_GATED (quotient_best, quotient_multilevel), on a fixed set of small graphs at p=4 with seed 0 (the METIS baselines are checked in tests/test_baselines.py);
 replication factor, edge cut and vertex balance worse by more than 1% than
 bench/baselines/quality.json fails, naming partitioner, graph, p and both values. Restreaming (`passes`) and the refinement post-pass (`refine_passes`, both
 `refine_objective`s) are gated on cora at p=4 as their own keys (VARIANTS).
@@ -56,7 +56,7 @@ def test_partition_quality(name, graph, quality_gates, tmp_path):
 # its default single thread), and the reference the streaming configurations are measured against.
 IN_MEMORY_GATED = ("kaminpar",)
 # Presets (conf/partitioner/<name>.yaml extending a partitioner's file) gated the same way.
-PRESETS_GATED = ("quotient_best",)
+PRESETS_GATED = ("quotient_best", "quotient_multilevel")
 
 
 @pytest.mark.parametrize("graph", GRAPHS)
