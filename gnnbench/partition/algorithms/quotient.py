@@ -233,6 +233,16 @@ def quotient(
             vcycles=whole_at_least("partitioner.vcycles", vcycles, 0),
         )
         return multilevel.partition(store, p, seed, ncuts, node_passes)
+    keys = (per_part, subpart_lp_passes, subpart_slack, ncuts, subpart_passes, node_passes)
+    return _subpart_quotient(store, p, seed, spec, base, *keys)
+
+
+def _subpart_quotient(
+    store: GraphStore, p: int, seed: int, spec, base: str, per_part: int,
+    subpart_lp_passes: int, subpart_slack: float, ncuts: int, subpart_passes: int,
+    node_passes: int,
+) -> PartitionResult:  # fmt: skip
+    """`coarsening: base`: the base's k sub-partitions as the quotient graph's nodes."""
     k = max(1, min(p * per_part, store.num_nodes, MAX_SUBPARTS))
     with adjacency_scope():  # a node-stream base and the quotient stream share one CSR build
         sub_result = spec.run(store, k, seed)
