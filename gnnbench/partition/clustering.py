@@ -45,9 +45,22 @@ class CoarseGraph:
     edge_weights: np.ndarray
     node_weights: np.ndarray
 
+    @classmethod
+    def from_dense(cls, weights: np.ndarray, node_weights: np.ndarray) -> CoarseGraph:
+        """The graph of a dense k x k matrix of edge weights (its nonzero entries)."""
+        rows, cols = np.nonzero(weights)
+        indptr = np.zeros(len(weights) + 1, dtype=np.int64)
+        np.cumsum(np.bincount(rows, minlength=len(weights)), out=indptr[1:])
+        return cls(indptr, cols, weights[rows, cols].astype(np.int64), node_weights)
+
     @property
     def num_nodes(self) -> int:
         return len(self.indptr) - 1
+
+    def cut(self, part: np.ndarray) -> int:
+        """Edge weight between parts (each edge is held in both directions)."""
+        sources = np.repeat(part, np.diff(self.indptr))
+        return int(self.edge_weights[sources != part[self.indices]].sum()) // 2
 
     def rows(self, max_entries: int = PAIR_WINDOW) -> Iterator[Rows]:
         """One pass over the rows in id order, about `max_entries` entries at a time."""

@@ -46,6 +46,7 @@ import numpy as np
 
 from gnnbench.data.adjacency import ensure_adjacency
 from gnnbench.data.store import GraphStore
+from gnnbench.partition.clustering import CoarseGraph
 from gnnbench.partition.refine import REFINE_SLACK
 
 # quotient alone runs this module: bump its VERSION when this module's output changes.
@@ -188,37 +189,29 @@ def refine_quotient(
     dense k x k quotient matrix; return the stats (cut in edges and overfull weight after each)."""
     if not passes:
         return {}
-    k = len(part)
-    rows, cols = np.nonzero(weights)
-    indptr = np.zeros(k + 1, dtype=np.int64)
-    np.cumsum(np.bincount(rows, minlength=k), out=indptr[1:])
-    edge_weights = weights[rows, cols].astype(np.int64)
-    return refine_graph(indptr, cols, edge_weights, sizes, part, p, passes, seed, "subpart_fm")
+    return refine_graph(CoarseGraph.from_dense(weights, sizes), part, p, passes, seed, "subpart_fm")
 
 
 def refine_graph(
-    indptr: np.ndarray, indices: np.ndarray, edge_weights: np.ndarray, node_weights: np.ndarray,
-    part: np.ndarray, p: int, passes: int, seed: int, prefix: str,
-) -> dict[str, Any]:  # fmt: skip
-    """Up to `passes` FM passes moving the nodes of a weighted graph held in memory as a CSR
-    (`part`, int64, in place); return the stats `<prefix>_cut_<i>` (edge weight cut) and
+    graph: CoarseGraph, part: np.ndarray, p: int, passes: int, seed: int, prefix: str
+) -> dict[str, Any]:
+    """Up to `passes` FM passes moving the nodes of a weighted graph held in memory (`part`,
+    int64, in place); return the stats `<prefix>_cut_<i>` (edge weight cut) and
     `<prefix>_overfull_<i>` after each pass i, and `<prefix>_bound`."""
     if not passes:
         return {}
     k = len(part)
-    node_weights = node_weights.astype(np.int64)
+    node_weights = graph.node_weights.astype(np.int64)
     loads = np.bincount(part, weights=node_weights, minlength=p).astype(np.int64)
     bound = fm_bound(loads, p)
     rank = np.random.default_rng(seed).permutation(k).astype(np.int64)
-    sources = np.repeat(part, np.diff(indptr))
-    cut = int(edge_weights[sources != part[indices]].sum()) // 2
-    del sources
+    cut = graph.cut(part)
     stats: dict[str, Any] = {f"{prefix}_bound": bound, f"{prefix}_cut_0": cut}
     stats[f"{prefix}_overfull_0"] = overfull(loads, bound)
     for i in range(1, passes + 1):
         gain, _, kept = fm_pass(
-            0, indptr[:-1], indptr[1:], indices, edge_weights, node_weights,
-            part, loads, bound, rank, patience(k),
+            0, graph.indptr[:-1], graph.indptr[1:], graph.indices, graph.edge_weights,
+            node_weights, part, loads, bound, rank, patience(k),
         )  # fmt: skip
         cut -= int(gain)
         stats[f"{prefix}_cut_{i}"] = cut

@@ -71,7 +71,7 @@ from gnnbench.data.adjacency import adjacency_scope, ensure_adjacency
 from gnnbench.data.store import GraphStore
 from gnnbench.errors import ConfigError
 from gnnbench.partition.base import PARTITIONERS, PartitionResult
-from gnnbench.partition.clustering import cluster_values, coarsen
+from gnnbench.partition.clustering import CoarseGraph, cluster_values, coarsen
 from gnnbench.partition.fm import refine_graph, refine_nodes, refine_quotient
 from gnnbench.partition.refine import refine
 from gnnbench.spec_keys import whole_at_least
@@ -107,21 +107,16 @@ def metis_on_quotient(
 ) -> np.ndarray:
     """METIS k-way of the dense quotient graph into p parts (metis_on_graph); the part of every
     sub-partition."""
-    rows, cols = np.nonzero(weights)
-    indptr = np.zeros(len(sizes) + 1, dtype=np.int64)
-    np.cumsum(np.bincount(rows, minlength=len(sizes)), out=indptr[1:])
-    return metis_on_graph(indptr, cols, weights[rows, cols], sizes, p, seed, ncuts)
+    return metis_on_graph(CoarseGraph.from_dense(weights, sizes), p, seed, ncuts)
 
 
-def metis_on_graph(
-    indptr: np.ndarray, indices: np.ndarray, edge_weights: np.ndarray, node_weights: np.ndarray,
-    p: int, seed: int, ncuts: int = 1,
-) -> np.ndarray:  # fmt: skip
-    """METIS k-way (pymetis) of a weighted graph held as a CSR into p parts, the best of `ncuts`
-    tries (METIS's own option: each from another seed); the part of every node."""
+def metis_on_graph(graph: CoarseGraph, p: int, seed: int, ncuts: int = 1) -> np.ndarray:
+    """METIS k-way (pymetis) of a weighted graph held in memory into p parts, the best of
+    `ncuts` tries (METIS's own option: each from another seed); the part of every node."""
+    node_weights, edge_weights = graph.node_weights, graph.edge_weights
     if p == 1:
-        return np.zeros(len(node_weights), dtype=np.int64)
-    if not len(indices):
+        return np.zeros(graph.num_nodes, dtype=np.int64)
+    if not len(graph.indices):
         return _pack_largest_first(node_weights, p)  # nothing to cut
     try:
         import pymetis
@@ -135,7 +130,7 @@ def metis_on_graph(
         edge_weights = np.maximum(edge_weights // scale, 1)
     _, membership = pymetis.part_graph(
         p,
-        pymetis.CSRAdjacency(indptr, indices),
+        pymetis.CSRAdjacency(graph.indptr, graph.indices),
         vweights=np.maximum(node_weights, 1).tolist(),  # an empty sub-partition still weighs 1
         eweights=edge_weights.tolist(),
         options=pymetis.Options(seed=int(seed), ncuts=ncuts),
@@ -296,17 +291,14 @@ class Multilevel:
             streams = adjacency.passes
             levels = coarsen(adjacency, self.cluster_cap, self.passes, self.coarse_nodes, seed)
             coarsest = levels[-1].graph
-            part = metis_on_graph(
-                coarsest.indptr, coarsest.indices, coarsest.edge_weights,
-                coarsest.node_weights, p, seed, ncuts,
-            )  # fmt: skip
+            part = metis_on_graph(coarsest, p, seed, ncuts)
             stats: dict[str, Any] = {
                 "cluster_cap": self.cluster_cap,
                 "clusters": levels[0].graph.num_nodes,
                 "coarse_levels": len(levels),
                 "quotient_nodes": coarsest.num_nodes,
                 "quotient_edges": len(coarsest.indices) // 2,
-                "quotient_cut_edges": _cut(coarsest, part),
+                "quotient_cut_edges": coarsest.cut(part),
             }
             owner = self._uncoarsen(store, levels, part, p, seed, node_passes, stats, "")
             for cycle in range(1, self.vcycles + 1):
@@ -326,11 +318,9 @@ class Multilevel:
         """The coarsest level's `part` projected back level by level, FM at each, then at the
         nodes; the owner array (stats gain `<tag>level_<i>_fm_*` and `<tag>node_fm_*`)."""
         for depth in range(len(levels) - 1, -1, -1):
-            graph = levels[depth].graph
             level_stats = refine_graph(
-                graph.indptr, graph.indices, graph.edge_weights, graph.node_weights,
-                part, p, self.level_fm_passes, seed, f"level_{depth + 1}_fm",
-            )  # fmt: skip
+                levels[depth].graph, part, p, self.level_fm_passes, seed, f"level_{depth + 1}_fm"
+            )
             stats.update({tag + key: value for key, value in level_stats.items()})
             part = part[levels[depth].label]
         owner = part.astype(np.int32)
@@ -339,12 +329,6 @@ class Multilevel:
             node_stats = refine_nodes(store, owner, p, node_passes, seed)
             stats.update({tag + key: value for key, value in node_stats.items()})
         return owner
-
-
-def _cut(graph, part: np.ndarray) -> int:
-    """Edge weight between parts of a coarse graph."""
-    sources = np.repeat(part, np.diff(graph.indptr))
-    return int(graph.edge_weights[sources != part[graph.indices]].sum()) // 2
 
 
 def _nested_spec(*, base, base_keys, chunk_edges, **_own):
