@@ -1,4 +1,5 @@
-"""Small hand-made graphs the tests share: TWO_TRIANGLES and `make_store` to write one to disk."""
+"""Small graphs the tests share: TWO_TRIANGLES, `make_store` to write one to disk, and
+`random_multigraph_store`."""
 
 from __future__ import annotations
 
@@ -33,3 +34,12 @@ def make_store(path: Path, edges: ArrayLike, num_nodes: int, node_data: bool = F
             builder.set_split(ids[ids % 3 == 0], ids[ids % 3 == 1], ids[ids % 3 == 2])
         builder.finish()
     return GraphStore(path)
+
+
+def random_multigraph_store(
+    path: Path, seed: int, linked_nodes: int, num_edges: int, isolated: int
+) -> GraphStore:
+    """`num_edges` seeded random edges over the first `linked_nodes` ids (self loops and repeated
+    edges included), and `isolated` more nodes without any."""
+    edges = np.random.default_rng(seed).integers(0, linked_nodes, size=(num_edges, 2))
+    return make_store(path, edges, linked_nodes + isolated)

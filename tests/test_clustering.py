@@ -7,7 +7,7 @@ import itertools
 
 import numpy as np
 import pytest
-from graphs import make_store
+from graphs import make_store, random_multigraph_store
 from test_vertex_partitioners import edge_cut
 
 from gnnbench.data.adjacency import ensure_adjacency
@@ -36,9 +36,8 @@ def chain_of_cliques(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def random_graph(tmp_path_factory):
-    rng = np.random.default_rng(3)
-    edges = rng.integers(0, 500, size=(2500, 2))  # self loops and repeated edges included
-    return make_store(tmp_path_factory.mktemp("random") / "store", edges, 520)  # 20 isolated
+    path = tmp_path_factory.mktemp("random") / "store"
+    return random_multigraph_store(path, seed=3, linked_nodes=500, num_edges=2500, isolated=20)
 
 
 def test_clusters_find_the_cliques(chain_of_cliques):

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 import pytest
-from graphs import make_store
+from graphs import make_store, random_multigraph_store
 from test_refine import start_owner
 from test_vertex_partitioners import edge_cut
 
@@ -20,9 +20,8 @@ BEST_KEYS |= {"node_fm_passes": 3}
 
 @pytest.fixture(scope="module")
 def random_graph(tmp_path_factory):
-    rng = np.random.default_rng(5)
-    edges = rng.integers(0, 600, size=(3000, 2))  # self loops and repeated edges included
-    return make_store(tmp_path_factory.mktemp("fm") / "store", edges, 630)  # 30 isolated
+    path = tmp_path_factory.mktemp("fm") / "store"
+    return random_multigraph_store(path, seed=5, linked_nodes=600, num_edges=3000, isolated=30)
 
 
 def test_node_fm_leaves_a_local_minimum_by_hand(triangles):

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 from configured import configured
-from graphs import make_store
+from graphs import make_store, random_multigraph_store
 from test_vertex_partitioners import edge_cut
 
 from gnnbench.errors import ConfigError
@@ -20,9 +20,8 @@ from gnnbench.partition.stage import run_partition_stage
 
 @pytest.fixture(scope="module")
 def random_graph(tmp_path_factory):
-    rng = np.random.default_rng(3)
-    edges = rng.integers(0, 400, size=(2400, 2))  # self loops and repeated edges included
-    return make_store(tmp_path_factory.mktemp("random") / "store", edges, 420)  # 20 isolated
+    path = tmp_path_factory.mktemp("random") / "store"
+    return random_multigraph_store(path, seed=3, linked_nodes=400, num_edges=2400, isolated=20)
 
 
 def test_refine_by_hand(triangles):
