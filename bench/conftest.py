@@ -8,6 +8,7 @@ timings taken together much less so.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from bench.gates import (
     BENCH_HOME,
     BaselineFile,
     Gate,
+    confirmed,
     failures,
     median_seconds,
     reference_pass,
@@ -102,14 +104,36 @@ class GateRecorder:
         self.update = update
         self.gates: list[Gate] = []
         self.measured: dict[str, float] = {}
+        self.notes: list[str] = []  # figures that were measured again, and what they read
 
-    def check(self, figures: dict[str, float], kind: str) -> None:
-        gates = [self.baseline.gate(key, value, kind) for key, value in figures.items()]
+    def check(
+        self,
+        figures: dict[str, float],
+        kind: str,
+        remeasure: Callable[[], dict[str, float]] | None = None,
+    ) -> None:
+        """Gate `figures`; with `remeasure`, a speed figure over its limit is measured again
+        (bench.gates.confirmed) and fails only if every measurement is over it."""
+        gates = self._gates(figures, kind)
+        if failures(gates) and remeasure is not None and not self.update:
+            first = figures
+            figures = confirmed(
+                figures, remeasure, lambda now: not failures(self._gates(now, kind))
+            )
+            gates = self._gates(figures, kind)
+            self.notes += [
+                f"{key}: first {first[key]:.6g}, fastest {figures[key]:.6g} after measuring "
+                "again (bench.gates.confirmed)"
+                for key in first
+            ]
         self.gates += gates
         self.measured.update(figures)
         regressions = failures(gates)
         if regressions and not self.update:
             pytest.fail("regression: " + "; ".join(regressions), pytrace=False)
+
+    def _gates(self, figures: dict[str, float], kind: str) -> list[Gate]:
+        return [self.baseline.gate(key, value, kind) for key, value in figures.items()]
 
 
 def _recorder(request, name: str) -> GateRecorder:
@@ -139,5 +163,7 @@ def pytest_terminal_summary(terminalreporter, config):
         if recorder.gates:
             terminalreporter.section(f"gnnbench {name} gates ({recorder.baseline.path.name})")
             terminalreporter.write_line(table(recorder.gates))
+            for note in recorder.notes:
+                terminalreporter.write_line(note)
             if recorder.update:
                 terminalreporter.write_line(f"baseline written: {recorder.baseline.path}")

@@ -34,6 +34,14 @@ F1_ABS_TOL = 0.02  # test F1: lower by more than 0.02 fails
 # 1.18-1.53x its baseline. 1.5 leaves room for a CI machine of the same type in another state;
 # the 1.2x regressions are the A/B gate's (compare.py), which times both trees in one run.
 SPEED_MAX_FACTOR = 1.5
+# A speed figure over its limit is measured again SPEED_CONFIRMATIONS times, SPEED_CONFIRM_PAUSE_S
+# apart, and fails only if the fastest of all its measurements is still over. Why: on these shared
+# 2-core VMs a neighbour's load comes and goes for seconds to minutes and slows latency-bound
+# kernels more than the sort reference. Unchanged hdrf took 0.58-1.19 CPU s in 12 back-to-back
+# calls in one process while the sort took 0.16-0.24 s (0.40 s an hour before), and a CI run read
+# unchanged dbh and hdrf at 1.98x their baselines. A regression in the code is there every time.
+SPEED_CONFIRMATIONS = 3
+SPEED_CONFIRM_PAUSE_S = 20.0
 # Start-up (wall seconds of whole processes, bench/test_startup.py): not re-measured in issue 28;
 # the limit stays where it was.
 STARTUP_MAX_FACTOR = 3.0
@@ -96,6 +104,22 @@ class BaselineFile:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.path.write_text(json.dumps(merged, indent=2, sort_keys=True) + "\n")
         self.values = merged
+
+
+def confirmed(
+    figures: dict[str, float],
+    remeasure: Callable[[], dict[str, float]],
+    passes: Callable[[dict[str, float]], bool],
+) -> dict[str, float]:
+    """The fastest of `figures` and up to SPEED_CONFIRMATIONS new measurements, each key alone;
+    stops early once `passes` holds. Interference only adds time, so the fastest is the truest."""
+    for _ in range(SPEED_CONFIRMATIONS):
+        time.sleep(SPEED_CONFIRM_PAUSE_S)
+        again = remeasure()
+        figures = {key: min(value, again[key]) for key, value in figures.items()}
+        if passes(figures):
+            break
+    return figures
 
 
 def failures(gates: Iterable[Gate]) -> list[str]:

@@ -52,13 +52,20 @@ def test_gnn_ready_speed(benchmark, speed_gates):
     owner = spring(store, P, 0, **params).owner  # also compiles SPRING outside the timing
     build_once(store, owner)  # compile the GNN-ready kernels outside the timing
     benchmark.pedantic(build_once, args=(store, owner), rounds=3, warmup_rounds=0)
-    ratio = paired_ratio(
-        lambda: build_once(store, owner),
-        lambda: reference_pass(store.path),
-        timer=time.process_time,
+
+    def measure() -> dict[str, float]:
+        ratio = paired_ratio(
+            lambda: build_once(store, owner),
+            lambda: reference_pass(store.path),
+            timer=time.process_time,
+        )
+        return {f"gnn_ready/powerlaw-2M/p{P}/reference_passes": ratio}
+
+    figures = measure()
+    benchmark.extra_info.update(
+        edges=store.num_edges, reference_passes=next(iter(figures.values()))
     )
-    benchmark.extra_info.update(edges=store.num_edges, reference_passes=ratio)
-    speed_gates.check({f"gnn_ready/powerlaw-2M/p{P}/reference_passes": ratio}, "speed")
+    speed_gates.check(figures, "speed", remeasure=measure)
 
 
 @pytest.mark.slow

@@ -4,7 +4,7 @@ Each result carries `reference_passes`: its time over the time of one reference 
 each chunk of edges.bin, bench.gates.reference_pass), the two timed alternately in this run,
 in CPU seconds of this process (wall time on a shared 2-core machine measures the neighbours).
 That ratio is the speed gate: more than SPEED_MAX_FACTOR x the committed ratio in
-bench/baselines/speed.json fails. The refinement post-pass is gated the same way, one pass per
+bench/baselines/speed.json fails, confirmed by measuring again (bench.gates.confirmed). The refinement post-pass is gated the same way, one pass per
 objective.
 """
 
@@ -57,13 +57,18 @@ def test_throughput(benchmark, name, large_store, reference_seconds, speed_gates
         reference_pass_s=reference_seconds,
         reference_passes=median / reference_seconds,
     )
-    ratio = paired_ratio(
-        lambda: partition_fn(large_store, P, 0, **keywords),
-        lambda: reference_pass(large_store.path),
-        timer=time.process_time,
-    )
-    benchmark.extra_info["paired_reference_passes"] = ratio
-    speed_gates.check({f"{name}/powerlaw-5M/p{P}/reference_passes": ratio}, "speed")
+
+    def measure() -> dict[str, float]:
+        ratio = paired_ratio(
+            lambda: partition_fn(large_store, P, 0, **keywords),
+            lambda: reference_pass(large_store.path),
+            timer=time.process_time,
+        )
+        return {f"{name}/powerlaw-5M/p{P}/reference_passes": ratio}
+
+    figures = measure()
+    benchmark.extra_info["paired_reference_passes"] = next(iter(figures.values()))
+    speed_gates.check(figures, "speed", remeasure=measure)
 
 
 @pytest.mark.parametrize("objective", REFINE_OBJECTIVES)
@@ -81,12 +86,18 @@ def test_refinement_throughput(benchmark, objective, large_store, reference_seco
         ensure_adjacency(large_store)
         stats = benchmark.pedantic(one_pass, rounds=3, warmup_rounds=1)
         median = benchmark.stats.stats.median
-        ratio = paired_ratio(
-            one_pass, lambda: reference_pass(large_store.path), timer=time.process_time
+
+        def measure() -> dict[str, float]:
+            ratio = paired_ratio(
+                one_pass, lambda: reference_pass(large_store.path), timer=time.process_time
+            )
+            return {f"refine-{objective}/powerlaw-5M/p{P}/reference_passes": ratio}
+
+        figures = measure()
+        assert stats["refine_moves_1"] > 0
+        benchmark.extra_info.update(
+            edges=large_store.num_edges,
+            reference_passes=median / reference_seconds,
+            paired_reference_passes=next(iter(figures.values())),
         )
-    assert stats["refine_moves_1"] > 0
-    benchmark.extra_info.update(
-        edges=large_store.num_edges, reference_passes=median / reference_seconds
-    )
-    benchmark.extra_info["paired_reference_passes"] = ratio
-    speed_gates.check({f"refine-{objective}/powerlaw-5M/p{P}/reference_passes": ratio}, "speed")
+        speed_gates.check(figures, "speed", remeasure=measure)  # inside the CSR's scope

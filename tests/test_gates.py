@@ -11,10 +11,12 @@ import pytest
 from conftest import CORA, requires_dataset
 
 from bench.gates import (
+    SPEED_CONFIRMATIONS,
     SPEED_MAX_FACTOR,
     STARTUP_MAX_FACTOR,
     BaselineFile,
     Gate,
+    confirmed,
     failures,
     table,
 )
@@ -45,6 +47,34 @@ def test_a_gate_without_baseline_fails_and_says_how_to_create_one(kind, tmp_path
         "create it with `make bench-baselines` and commit the diff"
     ]
     assert "REGRESSED" in table([gate])
+
+
+def _confirm(figures, measurements, monkeypatch):
+    monkeypatch.setattr("bench.gates.SPEED_CONFIRM_PAUSE_S", 0.0)
+    calls = iter(measurements)
+    remeasured = []
+
+    def remeasure():
+        remeasured.append(next(calls))
+        return remeasured[-1]
+
+    def passes(now):
+        return not failures([Gate(key, 1.0, value, "speed") for key, value in now.items()])
+
+    return confirmed(figures, remeasure, passes), remeasured
+
+
+def test_a_slowdown_that_goes_away_is_confirmed_as_noise(monkeypatch):
+    now, remeasured = _confirm({"a": 2.0}, [{"a": 1.9}, {"a": 1.2}, {"a": 3.0}], monkeypatch)
+    assert now == {"a": 1.2}  # the fastest measurement, and no more once it passes
+    assert len(remeasured) == 2
+
+
+def test_a_slowdown_that_stays_fails_after_every_confirmation(monkeypatch):
+    slow = [{"a": 1.8 + 0.01 * i} for i in range(SPEED_CONFIRMATIONS)]
+    now, remeasured = _confirm({"a": 1.9}, slow, monkeypatch)
+    assert now == {"a": 1.8} and len(remeasured) == SPEED_CONFIRMATIONS
+    assert failures([Gate("a", 1.0, now["a"], "speed")])
 
 
 def test_baseline_file_round_trip_and_table(tmp_path):
