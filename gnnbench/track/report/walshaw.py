@@ -43,6 +43,7 @@ CONFIGS: dict[str, tuple[str, dict]] = {
     "grem refine=10": ("grem", REFINE),
     "quotient grem refine=10": ("quotient", {"base": "grem", "base_keys": {}, **REFINE}),
     "quotient_best": ("quotient_best", {}),
+    "quotient_multilevel": ("quotient_multilevel", {}),
 }
 
 CHUNK_FRACTIONS = (0.1, 0.01)
@@ -80,18 +81,28 @@ def cut_and_balance(store, name: str, overrides: dict) -> tuple[int, float]:
     return cut, float(np.bincount(owner, minlength=2).max() / (store.num_nodes / 2))
 
 
-def measure() -> pd.DataFrame:
+def measure(labels: list[str] | None = None) -> pd.DataFrame:
+    """Every graph under each configuration of `labels` (all of CONFIGS by default); their rows
+    replace the same configurations' rows of the committed CSV, whose other rows stay."""
+    labels = list(CONFIGS) if labels is None else labels
+    unknown = sorted(set(labels) - set(CONFIGS))
+    if unknown:
+        raise SystemExit(f"--configs: unknown {unknown}; expected labels of {list(CONFIGS)}")
     rows = []
     for graph in sorted((raw_dir() / "walshaw" / "graphs").glob("*.graph")):
         store = prepare_dataset({"name": graph.stem, "source": "metis_graph", "path": str(graph)})
         partition = raw_dir() / "walshaw" / "partitions" / f"{graph.stem}.2.ptn"
         best = best_known_cut(store, partition)
-        for label, (name, overrides) in CONFIGS.items():
+        for label in labels:
+            name, overrides = CONFIGS[label]
             cut, balance = cut_and_balance(store, name, overrides)
             rows.append({"graph": graph.stem, "nodes": store.num_nodes, "best_known": best,
                          "config": label, "cut": cut, "balance": balance})  # fmt: skip
             print(rows[-1], flush=True)
     frame = pd.DataFrame(rows)
+    if CSV.is_file():
+        kept = pd.read_csv(CSV)
+        frame = pd.concat([kept[~kept["config"].isin(labels)], frame], ignore_index=True)
     frame.to_csv(CSV, index=False)
     return frame
 
