@@ -21,7 +21,6 @@ from pathlib import Path
 
 import pytest
 
-from bench.gates import paired_ratio, reference_pass
 from gnnbench.identity import book_path
 from gnnbench.partition.base import PARTITIONERS
 from gnnbench.partition.gnn_ready import build_partitions
@@ -52,20 +51,12 @@ def test_gnn_ready_speed(benchmark, speed_gates):
     owner = spring(store, P, 0, **params).owner  # also compiles SPRING outside the timing
     build_once(store, owner)  # compile the GNN-ready kernels outside the timing
     benchmark.pedantic(build_once, args=(store, owner), rounds=3, warmup_rounds=0)
-
-    def measure() -> dict[str, float]:
-        ratio = paired_ratio(
-            lambda: build_once(store, owner),
-            lambda: reference_pass(store.path),
-            timer=time.process_time,
-        )
-        return {f"gnn_ready/powerlaw-2M/p{P}/reference_passes": ratio}
-
-    figures = measure()
     benchmark.extra_info.update(
-        edges=store.num_edges, reference_passes=next(iter(figures.values()))
+        edges=store.num_edges,
+        reference_passes=speed_gates.paired_speed(
+            f"gnn_ready/powerlaw-2M/p{P}/reference_passes", lambda: build_once(store, owner), store
+        ),
     )
-    speed_gates.check(figures, "speed", remeasure=measure)
 
 
 @pytest.mark.slow

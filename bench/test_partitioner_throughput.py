@@ -3,20 +3,18 @@
 Each result carries `reference_passes`: its time over the time of one reference pass (numpy sorting
 each chunk of edges.bin, bench.gates.reference_pass), the two timed alternately in this run,
 in CPU seconds of this process (wall time on a shared 2-core machine measures the neighbours).
-That ratio is the speed gate: more than SPEED_MAX_FACTOR x the committed ratio in
-bench/baselines/speed.json fails, confirmed by measuring again (bench.gates.confirmed). The refinement post-pass is gated the same way, one pass per
-objective.
+That ratio is the speed gate (GateRecorder.paired_speed): more than SPEED_MAX_FACTOR x the
+committed ratio in bench/baselines/speed.json fails, confirmed by measuring again
+(bench.gates.confirmed). The refinement post-pass is gated the same way, one pass per objective.
 """
 
 from __future__ import annotations
 
 import os
-import time
 
 import numpy as np
 import pytest
 
-from bench.gates import paired_ratio, reference_pass
 from gnnbench.data.adjacency import adjacency_scope, ensure_adjacency
 from gnnbench.partition.base import PARTITIONERS, streaming_partitioners
 from gnnbench.partition.refine import refine
@@ -57,18 +55,11 @@ def test_throughput(benchmark, name, large_store, reference_seconds, speed_gates
         reference_pass_s=reference_seconds,
         reference_passes=median / reference_seconds,
     )
-
-    def measure() -> dict[str, float]:
-        ratio = paired_ratio(
-            lambda: partition_fn(large_store, P, 0, **keywords),
-            lambda: reference_pass(large_store.path),
-            timer=time.process_time,
-        )
-        return {f"{name}/powerlaw-5M/p{P}/reference_passes": ratio}
-
-    figures = measure()
-    benchmark.extra_info["paired_reference_passes"] = next(iter(figures.values()))
-    speed_gates.check(figures, "speed", remeasure=measure)
+    benchmark.extra_info["paired_reference_passes"] = speed_gates.paired_speed(
+        f"{name}/powerlaw-5M/p{P}/reference_passes",
+        lambda: partition_fn(large_store, P, 0, **keywords),
+        large_store,
+    )
 
 
 @pytest.mark.parametrize("objective", REFINE_OBJECTIVES)
@@ -85,19 +76,11 @@ def test_refinement_throughput(benchmark, objective, large_store, reference_seco
     with adjacency_scope():
         ensure_adjacency(large_store)
         stats = benchmark.pedantic(one_pass, rounds=3, warmup_rounds=1)
-        median = benchmark.stats.stats.median
-
-        def measure() -> dict[str, float]:
-            ratio = paired_ratio(
-                one_pass, lambda: reference_pass(large_store.path), timer=time.process_time
-            )
-            return {f"refine-{objective}/powerlaw-5M/p{P}/reference_passes": ratio}
-
-        figures = measure()
         assert stats["refine_moves_1"] > 0
         benchmark.extra_info.update(
             edges=large_store.num_edges,
-            reference_passes=median / reference_seconds,
-            paired_reference_passes=next(iter(figures.values())),
+            reference_passes=benchmark.stats.stats.median / reference_seconds,
         )
-        speed_gates.check(figures, "speed", remeasure=measure)  # inside the CSR's scope
+        benchmark.extra_info["paired_reference_passes"] = speed_gates.paired_speed(
+            f"refine-{objective}/powerlaw-5M/p{P}/reference_passes", one_pass, large_store
+        )  # inside the CSR's scope
