@@ -19,7 +19,7 @@ import sys
 
 import pandas as pd
 
-from gnnbench.track.report.walshaw import CSV, DOC, document, measure
+from gnnbench.track.report.walshaw import CONFIGS, CSV, DOC, document, measure
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -30,6 +30,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     labels = args.configs.split(",") if args.configs else None
+    unknown = sorted(set(labels or ()) - set(CONFIGS))
+    if unknown:
+        parser.error(f"--configs: unknown {unknown}; expected labels of {list(CONFIGS)}")
     frame = pd.read_csv(CSV) if args.table_only else measure(labels)
     DOC.write_text(document(frame))
     return 0
