@@ -43,12 +43,23 @@ def random_graph(tmp_path_factory):
 def test_clusters_find_the_cliques(chain_of_cliques):
     """With room for one clique, every clique becomes one cluster: the 7 bridges are all the
     coarse graph holds, each of weight 1 both ways."""
-    [level] = coarsen(ensure_adjacency(chain_of_cliques), 6, passes=5, coarse_nodes=100, seed=0)
+    [level] = coarsen(ensure_adjacency(chain_of_cliques), 6, passes=5, coarse_nodes=10, seed=0)
     clusters = level.label.reshape(8, 6)
     assert (clusters == clusters[:, :1]).all() and len(set(clusters[:, 0])) == 8
     graph = level.graph
     assert graph.node_weights.tolist() == [6] * 8
     assert len(graph.indices) == 14 and graph.edge_weights.tolist() == [1] * 14
+
+
+def test_a_graph_within_coarse_nodes_is_its_own_coarsest_level(chain_of_cliques):
+    """48 nodes under coarse_nodes=48: no clustering, the one level is the graph itself (every
+    node its own coarse node, every edge of weight 1), which METIS then splits as it is."""
+    [level] = coarsen(ensure_adjacency(chain_of_cliques), 6, passes=5, coarse_nodes=48, seed=0)
+    assert level.label.tolist() == list(range(48))
+    graph = level.graph
+    assert graph.node_weights.tolist() == [1] * 48
+    assert len(graph.indices) == 2 * chain_of_cliques.num_edges
+    assert (graph.edge_weights == 1).all()
 
 
 def test_clusters_respect_the_cap_and_the_coarse_graph_adds_up(random_graph):

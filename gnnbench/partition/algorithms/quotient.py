@@ -78,7 +78,8 @@ from gnnbench.spec_keys import whole_at_least
 
 # Bump when this module's output changes (gnnbench/partition/fm.py's and clustering.py's included:
 # quotient alone runs them): part of every partition book's cache key.
-VERSION = "3"  # 2: FM lets an overfull block shed weight to a block it does not touch; 3: clusters
+VERSION = "4"  # 2: FM lets an overfull block shed weight to a block it does not touch; 3: clusters;
+# 4: a graph within coarse_nodes is its own coarsest level
 MAX_SUBPARTS = 1024  # the quotient graph's dense matrix is k^2 int64
 METIS_MAX_WEIGHT = 2**31 - 1  # METIS's idx_t: the summed edge weights must fit
 
