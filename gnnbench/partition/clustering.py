@@ -105,14 +105,14 @@ def coarsen(
     on-disk CSR, then in memory while the coarsest graph has more than `coarse_nodes` nodes.
     With a `block` per node, clusters stay inside blocks (a V-cycle keeps its partition)."""
     num_nodes = adjacency.num_nodes
-    degree = int(np.diff(adjacency.indptr).max()) if num_nodes else 0
     rows = disk_rows(adjacency, PAIR_WINDOW)
     if num_nodes <= coarse_nodes:  # already as small as the coarsest level: its nodes are the level
         label, count = np.arange(num_nodes, dtype=np.int32), num_nodes
     else:
+        degree = int(np.diff(adjacency.indptr).max())
         label, count = label_propagation(
             rows, num_nodes, degree, max_weight, passes, seed, UNIT, block
-        )  # fmt: skip
+        )
     levels = [Level(label, coarse_graph(rows(), label, count))]
     while levels[-1].graph.num_nodes > coarse_nodes:
         graph = levels[-1].graph
