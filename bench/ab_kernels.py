@@ -1,5 +1,9 @@
 """The kernels `make bench-compare` times, and which source paths select them (one place).
 
+It is also the one definition of the work the committed-ratio speed gates time (bench/test_*.py
+build their kernels here), so a gate over its limit can be timed A/B against the code that wrote
+its baseline, on the same graph (bench/conftest.py GateRecorder.paired_speed).
+
 This file is run as a script by bench/compare.py, once per side, with that side's tree first on
 PYTHONPATH: it imports gnnbench only inside functions, so the same file drives an older tree.
 Protocol: after the warm-up it writes one JSON line {kernel: CPU seconds of one warm call}; then
@@ -9,6 +13,7 @@ CPU and the wall-clock seconds they took together.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -29,9 +34,11 @@ SOURCE_KERNELS = {
     "gnnbench/train/sampler.py": ("sampler",),
     "gnnbench/partition/edge_partition.py": ("hdrf", "dbh", "grid", "greedy", "twops"),
     "gnnbench/partition/hashing.py": ("hash", "hdrf", "dbh", "grid"),
+    "gnnbench/partition/refine.py": ("refine-edge_cut", "refine-replication"),
     "gnnbench/data/store.py": DEFAULT_KERNELS,
 }
 ALGORITHMS_DIR = "gnnbench/partition/algorithms/"
+REFINE_PREFIX = "refine-"  # refine-<objective>: one refinement pass
 GRAPH_EDGES = 1_000_000
 P = 8
 SAMPLER_FANOUTS = (25, 10)
@@ -50,13 +57,13 @@ def kernels_for(changed_paths: Iterable[str]) -> list[str]:
     return selected
 
 
-def open_graph(home: Path):
+def open_graph(home: Path, num_edges: int = GRAPH_EDGES):
     """The generated power-law graph of bench/conftest.py's recipe, in the shared cache `home`; a
     side whose GraphStore format differs gets a copy of its own under `home`."""
     from gnnbench.data.datasets import prepare_dataset
     from gnnbench.errors import DataError
 
-    from_conf = _power_law_config(GRAPH_EDGES)
+    from_conf = power_law_config(num_edges)
     os.environ["GNNBENCH_HOME"] = str(home)
     try:
         return prepare_dataset(from_conf)
@@ -65,7 +72,8 @@ def open_graph(home: Path):
         return prepare_dataset(from_conf)
 
 
-def _power_law_config(num_edges: int) -> dict:
+def power_law_config(num_edges: int) -> dict:
+    """bench/conftest.py's power-law recipe at its defaults (tests/test_gates.py pins the two)."""
     from omegaconf import OmegaConf
 
     from gnnbench import paths
@@ -120,6 +128,19 @@ def gnn_ready_kernel(store) -> Callable[[], object]:
     return build
 
 
+def refine_kernel(store, objective: str) -> Callable[[], object]:
+    """One refinement pass (partitioner.refine_passes=1) from hash's owners; the store's CSR is
+    built by the first call and reused while the caller's adjacency_scope is open (the stage
+    times its build with the partitioner and refinement, as the ldg kernel times it)."""
+    import numpy as np
+
+    from gnnbench.partition.refine import refine
+    from gnnbench.partition.spec import PartitionSpec
+
+    start = PartitionSpec.defaults("hash").run(store, P, 0).owner.astype(np.int32)
+    return lambda: refine(store, start.copy(), P, 1, objective)
+
+
 def sampler_kernel(store) -> Callable[[], object]:
     """One epoch's sampling: every training node in batches of 512, fanouts 25, 10."""
     from gnnbench.train.sampler import NeighbourSampler, batch_seed
@@ -144,16 +165,27 @@ def build_kernels(store, names: Iterable[str]) -> dict[str, Callable[[], object]
     for name in names:
         if name in special:
             kernels[name] = special[name](store)
+        elif name.startswith(REFINE_PREFIX):
+            kernels[name] = refine_kernel(store, name.removeprefix(REFINE_PREFIX))
         elif name in PARTITIONERS.names():
             kernels[name] = partitioner_kernel(store, name)
     return kernels
 
 
-def serve(home: Path, names: list[str]) -> None:
+def serve(home: Path, names: list[str], num_edges: int = GRAPH_EDGES) -> None:
     """Warm up (compile) every kernel, announce them, then time one call per name on stdin."""
     reply = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # whatever the library prints goes to stderr, never into the protocol
-    kernels = build_kernels(open_graph(home), names)
+    scope = contextlib.ExitStack()
+    with contextlib.suppress(ImportError):  # trees before the scope rebuilt the CSR per call
+        from gnnbench.data.adjacency import adjacency_scope
+
+        scope.enter_context(adjacency_scope())  # the refine kernels' CSR, removed at exit
+    with scope:
+        _serve(reply, build_kernels(open_graph(home, num_edges), names))
+
+
+def _serve(reply, kernels: dict[str, Callable[[], object]]) -> None:
     warm = {}
     for name, kernel in kernels.items():
         kernel()  # compiles
@@ -175,4 +207,4 @@ def timed(kernel: Callable[[], object], calls: int) -> tuple[float, float]:
 
 
 if __name__ == "__main__":
-    serve(Path(sys.argv[1]), sys.argv[2].split(","))
+    serve(Path(sys.argv[1]), sys.argv[2].split(","), *map(int, sys.argv[3:4]))

@@ -25,11 +25,11 @@ import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.ab_kernels import kernels_for
+from bench.ab_kernels import GRAPH_EDGES, kernels_for, timed
 from bench.gates import BENCH_HOME
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -41,6 +41,7 @@ CONFIDENCE = 0.95
 ROUNDS = 12
 REPEATS = 2  # calls per side per round; the fastest counts
 CALL_SECONDS = 0.3  # a short kernel is looped to about this long, the same count on both sides
+CLOSE_SECONDS = 60.0  # a kernel process's clean exit after its input ends
 
 
 @dataclass(frozen=True)
@@ -119,11 +120,13 @@ def table(verdicts: Sequence[Verdict]) -> str:
 class Side:
     """One tree's kernel process: started (warming up), ready(), then times calls on request."""
 
-    def __init__(self, tree: Path, home: Path, kernels: Sequence[str]):
+    def __init__(
+        self, tree: Path, home: Path, kernels: Sequence[str], num_edges: int = GRAPH_EDGES
+    ):
         env = {**os.environ, "PYTHONPATH": str(tree), "GNNBENCH_HOME": str(home)}
         self.tree = tree
         self.process = subprocess.Popen(
-            [sys.executable, str(KERNEL_SCRIPT), str(home), ",".join(kernels)],
+            [sys.executable, str(KERNEL_SCRIPT), str(home), ",".join(kernels), str(num_edges)],
             cwd=tree,
             env=env,
             stdin=subprocess.PIPE,
@@ -147,9 +150,28 @@ class Side:
         return float(cpu), float(wall)
 
     def close(self) -> None:
-        if self.process.poll() is None:
+        """End of input lets the process remove what it built (a refine kernel's CSR); one that
+        does not end in time is killed."""
+        with contextlib.suppress(OSError):
+            self.process.stdin.close()
+        try:
+            self.process.wait(timeout=CLOSE_SECONDS)
+        except subprocess.TimeoutExpired:
             self.process.kill()
-        self.process.wait()
+            self.process.wait()
+
+
+class InProcessSide:
+    """`work` itself, timed in this process as Side times its kernel: the new side of a gate's
+    A/B is exactly the callable the gate measured (a planted slowdown included)."""
+
+    def __init__(self, kernel: str, work: Callable[[], object]):
+        self.work = work
+        work()  # warm-up (compiles)
+        self.warm = {kernel: timed(work, 1)[0]}
+
+    def seconds(self, kernel: str, calls: int) -> tuple[float, float]:
+        return timed(self.work, calls)
 
 
 def round_ratios(
@@ -202,6 +224,27 @@ def compare_trees(
         for k in common
     ]
     return verdicts, missing
+
+
+def work_versus_revision(
+    kernel: str,
+    work: Callable[[], object],
+    rev: str,
+    num_edges: int,
+    threshold: float = THRESHOLD,
+    rounds: int = ROUNDS,
+) -> Verdict:
+    """`work` (this process's `kernel` on the num_edges power-law graph) against `kernel` of
+    commit `rev` on the same graph, timed alternately as compare_trees times two trees."""
+    with worktree(rev) as base_tree, contextlib.ExitStack() as stack:
+        base = Side(base_tree, BENCH_HOME, [kernel], num_edges)
+        stack.callback(base.close)
+        base.ready()
+        if kernel not in base.warm:
+            raise LookupError(f"commit {rev[:12]} has no kernel {kernel!r}")
+        new = InProcessSide(kernel, work)
+        ratios = round_ratios(base, new, [kernel], rounds, REPEATS)[kernel]
+    return verdict(kernel, [cpu for cpu, _ in ratios], threshold, [wall for _, wall in ratios])
 
 
 @contextlib.contextmanager

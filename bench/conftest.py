@@ -7,7 +7,9 @@ timings taken together much less so.
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -15,11 +17,12 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
+from bench.compare import work_versus_revision
 from bench.gates import (
     BENCH_HOME,
+    SPEED_MAX_FACTOR,
     BaselineFile,
     Gate,
-    confirmed,
     failures,
     median_seconds,
     paired_ratio,
@@ -108,44 +111,55 @@ class GateRecorder:
         self.measured: dict[str, float] = {}
         self.notes: list[str] = []  # figures that were measured again, and what they read
 
-    def check(
-        self,
-        figures: dict[str, float],
-        kind: str,
-        remeasure: Callable[[], dict[str, float]] | None = None,
-    ) -> None:
-        """Gate `figures`; with `remeasure`, a speed figure over its limit is measured again
-        (bench.gates.confirmed) and fails only if every measurement is over it."""
-        gates = self._gates(figures, kind)
-        if failures(gates) and remeasure is not None and not self.update:
-            first = figures
-            figures = confirmed(
-                figures, remeasure, lambda now: not failures(self._gates(now, kind))
-            )
-            gates = self._gates(figures, kind)
-            self.notes += [
-                f"{key}: first {first[key]:.6g}, fastest {figures[key]:.6g} after measuring "
-                "again (bench.gates.confirmed)"
-                for key in first
-            ]
+    def check(self, figures: dict[str, float], kind: str) -> None:
+        """Gate `figures`: fail the test on a regression (unless writing baselines)."""
+        self._record(self._gates(figures, kind))
+
+    def paired_speed(self, key: str, work: Callable[[], object], num_edges: int) -> float:
+        """Gate `key`: `work`'s CPU time over one reference pass over the edges.bin of the
+        num_edges power-law graph (bench/ab_kernels.py's recipe, which `work` runs on), the two
+        timed alternately (bench.gates.paired_ratio). Over the limit, `work` is timed A/B against
+        the kernel named by the key's first segment in the commit that wrote the baseline, and
+        fails only if it is credibly over the limit there too. Returns the ratio."""
+        store = make_power_law_store(num_edges)
+        ratio = paired_ratio(work, lambda: reference_pass(store.path), timer=time.process_time)
+        gate = self.baseline.gate(key, ratio, "speed")
+        if gate.passed or self.update:
+            self._record([gate])
+            return ratio
+        cleared, verdict = self._against_baseline_code(key, work, num_edges)
+        self.notes.append(f"{key}: {ratio:.6g} is over its limit; {verdict}")
+        self._record([dataclasses.replace(gate, cleared_by_ab=cleared)], detail=verdict)
+        return ratio
+
+    def _record(self, gates: list[Gate], detail: str = "") -> None:
         self.gates += gates
-        self.measured.update(figures)
+        self.measured.update({gate.key: gate.now for gate in gates})
         regressions = failures(gates)
         if regressions and not self.update:
-            pytest.fail("regression: " + "; ".join(regressions), pytrace=False)
+            message = "; ".join(regressions + [detail] if detail else regressions)
+            pytest.fail(f"regression: {message}", pytrace=False)
 
-    def paired_speed(self, key: str, work: Callable[[], object], store: GraphStore) -> float:
-        """Gate `key`: `work`'s CPU time over one reference pass over the store's edges.bin, the
-        two timed alternately (bench.gates.paired_ratio) and, over the limit, measured again
-        before it fails; the first reading."""
-
-        def measure() -> dict[str, float]:
-            ratio = paired_ratio(work, lambda: reference_pass(store.path), timer=time.process_time)
-            return {key: ratio}
-
-        figures = measure()
-        self.check(figures, "speed", remeasure=measure)
-        return figures[key]
+    def _against_baseline_code(
+        self, key: str, work: Callable[[], object], num_edges: int
+    ) -> tuple[bool, str]:
+        """Whether the A/B of `work` against the baseline's commit clears it, and what it read."""
+        kernel, commit = key.split("/")[0], self.baseline.written_by(key)
+        if commit is None:
+            return False, (
+                "no A/B: git cannot tell which commit wrote the baseline (not committed, or a "
+                "clone without that history: git fetch --unshallow)"
+            )
+        try:
+            verdict = work_versus_revision(kernel, work, commit, num_edges, SPEED_MAX_FACTOR)
+        except (LookupError, RuntimeError, subprocess.CalledProcessError) as exc:
+            return False, f"no A/B against {commit[:12]}, which wrote the baseline: {exc}"
+        state = f"REGRESSED (> {SPEED_MAX_FACTOR:g})" if verdict.regressed else "not a regression"
+        return not verdict.regressed, (
+            f"A/B against {commit[:12]}, which wrote the baseline: new/base CPU "
+            f"{verdict.median:.3f} [{verdict.low:.3f}, {verdict.high:.3f}] over "
+            f"{verdict.rounds} rounds: {state}"
+        )
 
     def _gates(self, figures: dict[str, float], kind: str) -> list[Gate]:
         return [self.baseline.gate(key, value, kind) for key, value in figures.items()]

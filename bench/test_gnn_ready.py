@@ -1,9 +1,11 @@
-"""The GNN-ready step over SPRING's owners, against the reference pass on the same graph.
+"""The GNN-ready step, against the reference pass on the same graph.
 
-Gate (not slow, 2 M edges): build_partitions (structure-only book, p=8) over SPRING's owners and
-the reference pass (numpy, bench.gates.reference_pass) timed alternately in CPU seconds of this
-process (paired_ratio); more than SPEED_MAX_FACTOR x the committed ratio in bench/baselines/speed.json
-fails.
+Gate (not slow, 2 M edges): build_partitions (structure-only book, p=8) over contiguous blocks of
+node ids (bench/ab_kernels.py's gnn_ready kernel: the same owners whatever the partitioners do,
+so the A/B against an older commit times the same step) and the reference pass (numpy,
+bench.gates.reference_pass) timed alternately in CPU seconds of this process (paired_ratio); over
+SPEED_MAX_FACTOR x the committed ratio in bench/baselines/speed.json, the step is timed A/B
+against the commit that wrote the baseline (GateRecorder.paired_speed).
 
 Slow (20 M edges): the real partition stage (a fresh process under memray), structure-only and
 full book; `extra_info` records whole stage / partition time and GNN-ready / partition time.
@@ -15,46 +17,31 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 import time
-from pathlib import Path
 
 import pytest
 
 from gnnbench.identity import book_path
-from gnnbench.partition.base import PARTITIONERS
-from gnnbench.partition.gnn_ready import build_partitions
 from gnnbench.partition.spec import PartitionSpec
 from gnnbench.partition.stage import run_partition_stage
 
+from .ab_kernels import P, gnn_ready_kernel
 from .conftest import make_power_law_store
 
 GATE_EDGES = 2_000_000
 SLOW_EDGES = 20_000_000
-P = 8
-
-
-def build_once(store, owner) -> None:
-    """One structure-only GNN-ready step into a fresh directory (removed afterwards)."""
-    out = Path(tempfile.mkdtemp(prefix="gnn-ready-bench-"))
-    try:
-        build_partitions(store, owner, P, out, 1, 1 << 20, node_data=False)
-    finally:
-        shutil.rmtree(out)
 
 
 def test_gnn_ready_speed(benchmark, speed_gates):
     store = make_power_law_store(GATE_EDGES)
     os.sync()  # a just-generated store's dirty pages would otherwise be written back mid-timing
-    spring = PARTITIONERS.get("spring")
-    params = PartitionSpec.defaults("spring").kwargs()
-    owner = spring(store, P, 0, **params).owner  # also compiles SPRING outside the timing
-    build_once(store, owner)  # compile the GNN-ready kernels outside the timing
-    benchmark.pedantic(build_once, args=(store, owner), rounds=3, warmup_rounds=0)
+    build = gnn_ready_kernel(store)
+    build()  # compile the GNN-ready kernels outside the timing
+    benchmark.pedantic(build, rounds=3, warmup_rounds=0)
     benchmark.extra_info.update(
         edges=store.num_edges,
         reference_passes=speed_gates.paired_speed(
-            f"gnn_ready/powerlaw-2M/p{P}/reference_passes", lambda: build_once(store, owner), store
+            f"gnn_ready/powerlaw-2M/p{P}/reference_passes", build, GATE_EDGES
         ),
     )
 

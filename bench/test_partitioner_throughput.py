@@ -4,26 +4,26 @@ Each result carries `reference_passes`: its time over the time of one reference 
 each chunk of edges.bin, bench.gates.reference_pass), the two timed alternately in this run,
 in CPU seconds of this process (wall time on a shared 2-core machine measures the neighbours).
 That ratio is the speed gate (GateRecorder.paired_speed): more than SPEED_MAX_FACTOR x the
-committed ratio in bench/baselines/speed.json fails, confirmed by measuring again
-(bench.gates.confirmed). The refinement post-pass is gated the same way, one pass per objective.
+committed ratio in bench/baselines/speed.json is timed A/B against the commit that wrote the
+baseline, and fails if it is credibly that much slower there too. The refinement post-pass is
+gated the same way, one pass per objective. The work timed is bench/ab_kernels.py's, the same
+that the A/B times on the other side.
 """
 
 from __future__ import annotations
 
 import os
 
-import numpy as np
 import pytest
 
 from gnnbench.data.adjacency import adjacency_scope, ensure_adjacency
-from gnnbench.partition.base import PARTITIONERS, streaming_partitioners
-from gnnbench.partition.refine import refine
-from gnnbench.partition.spec import REFINE_OBJECTIVES, PartitionSpec
+from gnnbench.partition.base import streaming_partitioners
+from gnnbench.partition.spec import REFINE_OBJECTIVES
 
+from .ab_kernels import REFINE_PREFIX, P, partitioner_kernel, refine_kernel
 from .conftest import make_power_law_store, reference_pass_seconds
 
 THROUGHPUT_EDGES = 5_000_000
-P = 8
 
 
 @pytest.fixture(scope="module")
@@ -41,12 +41,10 @@ def reference_seconds(large_store) -> float:
 
 @pytest.mark.parametrize("name", streaming_partitioners())
 def test_throughput(benchmark, name, large_store, reference_seconds, speed_gates):
-    partition_fn = PARTITIONERS.get(name)
-    keywords = PartitionSpec.defaults(name).kwargs()  # gnnbench/conf/partitioner/<name>.yaml's keys
-    # every call builds what it reads beyond the store (the node-stream CSR), as in the stage
-    result = benchmark.pedantic(
-        partition_fn, args=(large_store, P, 0), kwargs=keywords, rounds=3, warmup_rounds=1
-    )
+    # gnnbench/conf/partitioner/<name>.yaml's keys; every call builds what it reads beyond the
+    # store (the node-stream CSR), as in the stage
+    partition = partitioner_kernel(large_store, name)
+    result = benchmark.pedantic(partition, rounds=3, warmup_rounds=1)
     assert result.owner.shape == (large_store.num_nodes,)
     median = benchmark.stats.stats.median
     benchmark.extra_info.update(
@@ -56,9 +54,7 @@ def test_throughput(benchmark, name, large_store, reference_seconds, speed_gates
         reference_passes=median / reference_seconds,
     )
     benchmark.extra_info["paired_reference_passes"] = speed_gates.paired_speed(
-        f"{name}/powerlaw-5M/p{P}/reference_passes",
-        lambda: partition_fn(large_store, P, 0, **keywords),
-        large_store,
+        f"{name}/powerlaw-5M/p{P}/reference_passes", partition, THROUGHPUT_EDGES
     )
 
 
@@ -66,15 +62,11 @@ def test_throughput(benchmark, name, large_store, reference_seconds, speed_gates
 def test_refinement_throughput(benchmark, objective, large_store, reference_seconds, speed_gates):
     """One refinement pass (partitioner.refine_passes=1) from hash's owners, per objective; the
     replication objective's extra stream fills its neighbour counts first."""
-    start = PartitionSpec.defaults("hash").run(large_store, P, 0).owner.astype(np.int32)
-
-    def one_pass():
-        return refine(large_store, start.copy(), P, 1, objective)
-
     # the kernel of one pass: the CSR is built once in this scope, outside the timing (the stage
     # times its build with the partitioner and refinement, as test_throughput times ldg's)
     with adjacency_scope():
         ensure_adjacency(large_store)
+        one_pass = refine_kernel(large_store, objective)
         stats = benchmark.pedantic(one_pass, rounds=3, warmup_rounds=1)
         assert stats["refine_moves_1"] > 0
         benchmark.extra_info.update(
@@ -82,5 +74,7 @@ def test_refinement_throughput(benchmark, objective, large_store, reference_seco
             reference_passes=benchmark.stats.stats.median / reference_seconds,
         )
         benchmark.extra_info["paired_reference_passes"] = speed_gates.paired_speed(
-            f"refine-{objective}/powerlaw-5M/p{P}/reference_passes", one_pass, large_store
+            f"{REFINE_PREFIX}{objective}/powerlaw-5M/p{P}/reference_passes",
+            one_pass,
+            THROUGHPUT_EDGES,
         )  # inside the CSR's scope

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -10,13 +11,13 @@ from pathlib import Path
 import pytest
 from conftest import CORA, requires_dataset
 
+from bench import ab_kernels, compare
+from bench.conftest import GateRecorder, power_law_config
 from bench.gates import (
-    SPEED_CONFIRMATIONS,
     SPEED_MAX_FACTOR,
     STARTUP_MAX_FACTOR,
     BaselineFile,
     Gate,
-    confirmed,
     failures,
     table,
 )
@@ -49,32 +50,93 @@ def test_a_gate_without_baseline_fails_and_says_how_to_create_one(kind, tmp_path
     assert "REGRESSED" in table([gate])
 
 
-def _confirm(figures, measurements, monkeypatch):
-    monkeypatch.setattr("bench.gates.SPEED_CONFIRM_PAUSE_S", 0.0)
-    calls = iter(measurements)
-    remeasured = []
-
-    def remeasure():
-        remeasured.append(next(calls))
-        return remeasured[-1]
-
-    def passes(now):
-        return not failures([Gate(key, 1.0, value, "speed") for key, value in now.items()])
-
-    return confirmed(figures, remeasure, passes), remeasured
+def test_a_speed_gate_cleared_by_its_ab_passes_and_says_so():
+    cleared = Gate("a", 1.0, 2.0, "speed", cleared_by_ab=True)
+    assert cleared.passed and not failures([cleared])
+    assert "| ok (A/B)" in table([cleared])
 
 
-def test_a_slowdown_that_goes_away_is_confirmed_as_noise(monkeypatch):
-    now, remeasured = _confirm({"a": 2.0}, [{"a": 1.9}, {"a": 1.2}, {"a": 3.0}], monkeypatch)
-    assert now == {"a": 1.2}  # the fastest measurement, and no more once it passes
-    assert len(remeasured) == 2
+def git(directory: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-C", str(directory), *args], check=True, capture_output=True, text=True
+    ).stdout.strip()
 
 
-def test_a_slowdown_that_stays_fails_after_every_confirmation(monkeypatch):
-    slow = [{"a": 1.8 + 0.01 * i} for i in range(SPEED_CONFIRMATIONS)]
-    now, remeasured = _confirm({"a": 1.9}, slow, monkeypatch)
-    assert now == {"a": 1.8} and len(remeasured) == SPEED_CONFIRMATIONS
-    assert failures([Gate("a", 1.0, now["a"], "speed")])
+def commit_baselines(repo: Path, values: dict, message: str) -> str:
+    (repo / "speed.json").write_text(json.dumps(values))
+    git(repo, "add", "speed.json")
+    git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", message)
+    return git(repo, "rev-parse", "HEAD")
+
+
+def test_a_baseline_was_written_by_the_newest_commit_that_changed_its_value(tmp_path):
+    git(tmp_path, "init", "-q")
+    first = commit_baselines(tmp_path, {"a": 1.0}, "a")
+    second = commit_baselines(tmp_path, {"a": 1.0, "b": 2.0}, "b, a unchanged")
+    third = commit_baselines(tmp_path, {"a": 1.5, "b": 2.0}, "a rewritten")
+    commit_baselines(tmp_path, {"a": 1.5, "b": 2.5}, "b rewritten")
+    baseline = BaselineFile(tmp_path / "speed.json")
+    assert baseline.written_by("a") == third
+    assert baseline.written_by("missing") is None
+    git(tmp_path, "reset", "-q", "--hard", second)
+    assert BaselineFile(tmp_path / "speed.json").written_by("a") == first
+    assert BaselineFile(tmp_path / "speed.json").written_by("b") == second
+    (tmp_path / "speed.json").write_text(json.dumps({"a": 9.0, "b": 2.0}))  # not committed
+    assert BaselineFile(tmp_path / "speed.json").written_by("a") is None
+
+
+def test_a_baseline_outside_git_has_no_writer(tmp_path):
+    BaselineFile(tmp_path / "speed.json").write({"a": 1.0})
+    assert BaselineFile(tmp_path / "speed.json").written_by("a") is None
+
+
+def test_the_gates_and_the_ab_build_the_same_graph():
+    """The A/B's base side regenerates the gate's graph from bench/ab_kernels.py's recipe."""
+    for edges in (2_000_000, 5_000_000):
+        assert power_law_config(edges) == ab_kernels.power_law_config(edges)
+
+
+AB_EDGES = 200_000
+
+
+def over_limit_gate(tmp_path, monkeypatch, kernel: str) -> tuple[GateRecorder, str]:
+    """A recorder whose baseline puts any real time over the limit, written (as git says) by
+    HEAD: the A/B then times the working tree's work against HEAD's kernel."""
+    monkeypatch.setattr(compare, "BENCH_HOME", tmp_path / "ab-home")
+    key = f"{kernel}/powerlaw-{AB_EDGES}/p8/reference_passes"
+    baseline = BaselineFile(tmp_path / "speed.json")
+    baseline.write({key: 1e-9})
+    head = git(REPO, "rev-parse", "HEAD")
+    monkeypatch.setattr(baseline, "written_by", lambda _: head)
+    return GateRecorder(baseline, update=False), key
+
+
+@pytest.mark.slow
+def test_a_gate_over_its_limit_on_unchanged_code_is_cleared_by_the_ab(
+    tmp_path, monkeypatch, gnnbench_home
+):
+    recorder, key = over_limit_gate(tmp_path, monkeypatch, "hash")
+    store = ab_kernels.open_graph(gnnbench_home, AB_EDGES)
+    recorder.paired_speed(key, ab_kernels.partitioner_kernel(store, "hash"), AB_EDGES)
+    assert recorder.gates[-1].cleared_by_ab and recorder.gates[-1].passed
+    assert "not a regression" in recorder.notes[-1], recorder.notes
+
+
+@pytest.mark.slow
+def test_a_gate_over_its_limit_on_slower_code_fails_after_the_ab(
+    tmp_path, monkeypatch, gnnbench_home
+):
+    recorder, key = over_limit_gate(tmp_path, monkeypatch, "hash")
+    store = ab_kernels.open_graph(gnnbench_home, AB_EDGES)
+    partition = ab_kernels.partitioner_kernel(store, "hash")
+
+    def three_times_slower():
+        for _ in range(3):
+            partition()
+
+    with pytest.raises(pytest.fail.Exception, match=rf"REGRESSED \(> {SPEED_MAX_FACTOR:g}\)"):
+        recorder.paired_speed(key, three_times_slower, AB_EDGES)
+    assert not recorder.gates[-1].passed
 
 
 def test_baseline_file_round_trip_and_table(tmp_path):
@@ -114,3 +176,6 @@ def test_slowed_partitioner_trips_speed_gate():
     assert completed.returncode == 1, completed.stdout[-2000:]
     assert "regression: spring/powerlaw-5M/p8/reference_passes: baseline" in completed.stdout
     assert f"{SPEED_MAX_FACTOR}x the baseline ratio" in completed.stdout
+    # and the A/B against the commit that wrote the baseline agrees it is the code
+    assert "which wrote the baseline: new/base CPU" in completed.stdout
+    assert f"REGRESSED (> {SPEED_MAX_FACTOR:g})" in completed.stdout
