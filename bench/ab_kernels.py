@@ -6,7 +6,8 @@ its baseline, on the same graph (bench/conftest.py GateRecorder.paired_speed).
 
 This file is run as a script by bench/compare.py, once per side, with that side's tree first on
 PYTHONPATH: it imports gnnbench only inside functions, so the same file drives an older tree.
-Protocol: after the warm-up it writes one JSON line {kernel: CPU seconds of one warm call}; then
+Protocol: after the warm-up it writes one JSON line {"edges": the graph's edge count, "warm":
+{kernel: CPU seconds of one warm call}}; then
 for each line "<kernel> <calls>" read on stdin it runs that kernel `calls` times and writes the
 CPU and the wall-clock seconds they took together.
 """
@@ -72,23 +73,27 @@ def open_graph(home: Path, num_edges: int = GRAPH_EDGES):
         return prepare_dataset(from_conf)
 
 
-def power_law_config(num_edges: int) -> dict:
-    """bench/conftest.py's power-law recipe at its defaults (tests/test_gates.py pins the two)."""
+def power_law_config(
+    num_edges: int, num_nodes: int | None = None, feature_dim: int = 8, name: str | None = None
+) -> dict:
+    """A synthetic contextual SBM with power-law degrees and about `num_edges` edges: the graphs
+    of every speed gate and of both sides of an A/B (gnnbench/conf/dataset/synthetic.yaml below,
+    as the side's tree has it)."""
     from omegaconf import OmegaConf
 
     from gnnbench import paths
 
     # this script also runs on a base tree from before conf/ moved into the package
     conf_dir = getattr(paths, "CONF_DIR", paths.REPO_ROOT / "conf")
-    num_nodes = max(1000, num_edges // 10)
+    num_nodes = num_nodes or max(1000, num_edges // 10)
     config = OmegaConf.merge(
         OmegaConf.load(conf_dir / "dataset" / "synthetic.yaml"),
         dict(
-            name=f"powerlaw-{num_edges}",
+            name=name or f"powerlaw-{num_edges}",
             num_nodes=num_nodes,
-            avg_degree=2 * num_edges / num_nodes * 1.02,
+            avg_degree=2 * num_edges / num_nodes * 1.02,  # a little over, for duplicates
             num_classes=16,
-            feature_dim=8,
+            feature_dim=feature_dim,
             seed=7,
         ),
     )
@@ -128,17 +133,27 @@ def gnn_ready_kernel(store) -> Callable[[], object]:
     return build
 
 
-def refine_kernel(store, objective: str) -> Callable[[], object]:
-    """One refinement pass (partitioner.refine_passes=1) from hash's owners; the store's CSR is
-    built by the first call and reused while the caller's adjacency_scope is open (the stage
-    times its build with the partitioner and refinement, as the ldg kernel times it)."""
+def refine_kernel(store, objective: str, cleanup: contextlib.ExitStack) -> Callable[[], object]:
+    """One refinement pass (partitioner.refine_passes=1) from hash's owners. The store's CSR is
+    built by the first call and reused by the next (the pass alone is timed; the stage times the
+    build with the partitioner): each call runs in a context of its own where an adjacency_scope
+    stays open until `cleanup` closes, so the partitioner kernels beside it still build theirs."""
+    import contextvars
+
     import numpy as np
 
     from gnnbench.partition.refine import refine
     from gnnbench.partition.spec import PartitionSpec
 
     start = PartitionSpec.defaults("hash").run(store, P, 0).owner.astype(np.int32)
-    return lambda: refine(store, start.copy(), P, 1, objective)
+    context = contextvars.copy_context()
+    with contextlib.suppress(ImportError):  # trees before the scope rebuilt the CSR per call
+        from gnnbench.data.adjacency import adjacency_scope
+
+        scope = adjacency_scope()
+        context.run(scope.__enter__)
+        cleanup.callback(context.run, scope.__exit__, None, None, None)
+    return lambda: context.run(refine, store, start.copy(), P, 1, objective)
 
 
 def sampler_kernel(store) -> Callable[[], object]:
@@ -156,7 +171,9 @@ def sampler_kernel(store) -> Callable[[], object]:
     return epoch
 
 
-def build_kernels(store, names: Iterable[str]) -> dict[str, Callable[[], object]]:
+def build_kernels(
+    store, names: Iterable[str], cleanup: contextlib.ExitStack
+) -> dict[str, Callable[[], object]]:
     """The runnable kernels among `names` in this tree (a partitioner it lacks is left out)."""
     from gnnbench.partition.base import PARTITIONERS
 
@@ -166,7 +183,7 @@ def build_kernels(store, names: Iterable[str]) -> dict[str, Callable[[], object]
         if name in special:
             kernels[name] = special[name](store)
         elif name.startswith(REFINE_PREFIX):
-            kernels[name] = refine_kernel(store, name.removeprefix(REFINE_PREFIX))
+            kernels[name] = refine_kernel(store, name.removeprefix(REFINE_PREFIX), cleanup)
         elif name in PARTITIONERS.names():
             kernels[name] = partitioner_kernel(store, name)
     return kernels
@@ -176,21 +193,17 @@ def serve(home: Path, names: list[str], num_edges: int = GRAPH_EDGES) -> None:
     """Warm up (compile) every kernel, announce them, then time one call per name on stdin."""
     reply = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # whatever the library prints goes to stderr, never into the protocol
-    scope = contextlib.ExitStack()
-    with contextlib.suppress(ImportError):  # trees before the scope rebuilt the CSR per call
-        from gnnbench.data.adjacency import adjacency_scope
-
-        scope.enter_context(adjacency_scope())  # the refine kernels' CSR, removed at exit
-    with scope:
-        _serve(reply, build_kernels(open_graph(home, num_edges), names))
+    store = open_graph(home, num_edges)
+    with contextlib.ExitStack() as cleanup:  # what the kernels built (a refine kernel's CSR)
+        _serve(reply, store.num_edges, build_kernels(store, names, cleanup))
 
 
-def _serve(reply, kernels: dict[str, Callable[[], object]]) -> None:
+def _serve(reply, num_edges: int, kernels: dict[str, Callable[[], object]]) -> None:
     warm = {}
     for name, kernel in kernels.items():
         kernel()  # compiles
         warm[name] = timed(kernel, 1)[0]
-    reply.write(json.dumps(warm) + "\n")
+    reply.write(json.dumps({"edges": num_edges, "warm": warm}) + "\n")
     for line in sys.stdin:
         name, calls = line.split()
         cpu, wall = timed(kernels[name], int(calls))

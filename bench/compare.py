@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.ab_kernels import GRAPH_EDGES, kernels_for, timed
-from bench.gates import BENCH_HOME
+from bench.gates import BENCH_HOME, git_output
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 KERNEL_SCRIPT = Path(__file__).resolve().parent / "ab_kernels.py"
@@ -60,8 +60,12 @@ class Verdict:
     def regressed(self) -> bool:
         return self.low > self.threshold
 
+    @property
+    def label(self) -> str:
+        return f"REGRESSED (> {self.threshold:g})" if self.regressed else "ok"
+
     def row(self) -> str:
-        verdict = f"REGRESSED (> {self.threshold:g})" if self.regressed else "ok"
+        verdict = self.label
         return (
             f"{self.kernel} | {self.median:.3f} | [{self.low:.3f}, {self.high:.3f}] | "
             f"{self.wall_median:.3f} | {self.rounds} | {verdict}"
@@ -135,18 +139,24 @@ class Side:
             bufsize=1,
         )
         self.warm: dict[str, float] = {}
+        self.edges = 0
 
     def ready(self) -> None:
-        """Wait for the warm-up; then `warm` holds each kernel's CPU seconds per call."""
+        """Wait for the warm-up; then `warm` holds each kernel's CPU seconds per call and
+        `edges` the graph's edge count."""
         line = self.process.stdout.readline()
         if not line:
             raise RuntimeError(f"{self.tree}: the kernel process ended before it was ready")
-        self.warm = json.loads(line)
+        announced = json.loads(line)
+        self.warm, self.edges = announced["warm"], announced["edges"]
 
     def seconds(self, kernel: str, calls: int) -> tuple[float, float]:
         """(CPU, wall) seconds of `calls` calls of `kernel`."""
-        self.process.stdin.write(f"{kernel} {calls}\n")
-        cpu, wall = self.process.stdout.readline().split()
+        try:
+            self.process.stdin.write(f"{kernel} {calls}\n")
+            cpu, wall = self.process.stdout.readline().split()
+        except (OSError, ValueError):
+            raise RuntimeError(f"{self.tree}: the kernel process ended while timing") from None
         return float(cpu), float(wall)
 
     def close(self) -> None:
@@ -165,10 +175,8 @@ class InProcessSide:
     """`work` itself, timed in this process as Side times its kernel: the new side of a gate's
     A/B is exactly the callable the gate measured (a planted slowdown included)."""
 
-    def __init__(self, kernel: str, work: Callable[[], object]):
-        self.work = work
-        work()  # warm-up (compiles)
-        self.warm = {kernel: timed(work, 1)[0]}
+    def __init__(self, work: Callable[[], object]):
+        self.work = work  # warm already: the gate has timed it
 
     def seconds(self, kernel: str, calls: int) -> tuple[float, float]:
         return timed(self.work, calls)
@@ -231,18 +239,22 @@ def work_versus_revision(
     work: Callable[[], object],
     rev: str,
     num_edges: int,
+    edges: int,
     threshold: float = THRESHOLD,
     rounds: int = ROUNDS,
 ) -> Verdict:
-    """`work` (this process's `kernel` on the num_edges power-law graph) against `kernel` of
-    commit `rev` on the same graph, timed alternately as compare_trees times two trees."""
+    """`work` (this process's `kernel` on the num_edges power-law graph of `edges` edges)
+    against `kernel` of commit `rev` on the same graph, timed alternately as compare_trees times
+    two trees."""
     with worktree(rev) as base_tree, contextlib.ExitStack() as stack:
         base = Side(base_tree, BENCH_HOME, [kernel], num_edges)
         stack.callback(base.close)
         base.ready()
         if kernel not in base.warm:
             raise LookupError(f"commit {rev[:12]} has no kernel {kernel!r}")
-        new = InProcessSide(kernel, work)
+        if base.edges != edges:
+            raise LookupError(f"commit {rev[:12]} generates {base.edges} edges, not {edges}")
+        new = InProcessSide(work)
         ratios = round_ratios(base, new, [kernel], rounds, REPEATS)[kernel]
     return verdict(kernel, [cpu for cpu, _ in ratios], threshold, [wall for _, wall in ratios])
 
@@ -260,9 +272,7 @@ def worktree(rev: str) -> Iterator[Path]:
 
 
 def git(*args: str) -> str:
-    return subprocess.run(
-        ["git", "-C", str(REPO_ROOT), *args], check=True, capture_output=True, text=True
-    ).stdout.strip()
+    return git_output(REPO_ROOT, *args)
 
 
 def default_base() -> str:

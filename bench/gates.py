@@ -110,10 +110,11 @@ class BaselineFile:
         None when the working tree's value is not committed, or git cannot tell (no history, or
         a shallow clone cut before that commit)."""
         try:
-            root = _git(self.path.parent, "rev-parse", "--show-toplevel")
+            root = git_output(self.path.parent, "rev-parse", "--show-toplevel")
             relative = self.path.resolve().relative_to(root)
-            commits = _git(
-                self.path.parent, "log", "--format=%H", "--", f":(top){relative}"
+            # main's own line of commits (a merged branch's are not what main measured)
+            commits = git_output(
+                self.path.parent, "rev-list", "--first-parent", "HEAD", "--", f":(top){relative}"
             ).split()
             value = self.values.get(key)
             if not commits or self._value_at(commits[0], relative, key) != value:
@@ -131,7 +132,7 @@ class BaselineFile:
         try:
             return self._value_at(f"{commit}^", relative, key)
         except LookupError:
-            if _git(self.path.parent, "rev-parse", "--is-shallow-repository") == "true":
+            if git_output(self.path.parent, "rev-parse", "--is-shallow-repository") == "true":
                 raise
             return None
 
@@ -139,11 +140,11 @@ class BaselineFile:
         """The file's value for `key` at `commit` (None where the file or key did not exist);
         LookupError when the commit is not in this clone."""
         try:
-            _git(self.path.parent, "cat-file", "-e", f"{commit}^{{commit}}")
+            git_output(self.path.parent, "cat-file", "-e", f"{commit}^{{commit}}")
         except subprocess.CalledProcessError:
             raise LookupError(commit) from None
         try:
-            text = _git(self.path.parent, "show", f"{commit}:{relative}")
+            text = git_output(self.path.parent, "show", f"{commit}:{relative}")
         except subprocess.CalledProcessError:
             return None
         return json.loads(text).get(key)
@@ -155,7 +156,8 @@ class BaselineFile:
         self.values = merged
 
 
-def _git(directory: Path, *args: str) -> str:
+def git_output(directory: Path, *args: str) -> str:
+    """git's stdout, run in `directory`."""
     return subprocess.run(
         ["git", "-C", str(directory), *args], check=True, capture_output=True, text=True
     ).stdout.strip()

@@ -27,7 +27,8 @@ from gnnbench.partition.stage import run_partition_stage
 from gnnbench.train.runner import run_training
 from gnnbench.train.spec import spec_from_conf
 
-from .conftest import power_law_config, reference_pass_seconds
+from .ab_kernels import power_law_config
+from .conftest import reference_pass_seconds
 
 EDGES = 10_000_000
 NODES = 500_000
