@@ -17,9 +17,7 @@ DOCS = REPO_ROOT / "docs"
 TRAINING_CSV = DOCS / "scale_training.csv"
 MACHINE = (
     "a 2-core, 24 GB VM (AMD EPYC, 32 MB L3). Each row states when it ran and the load it ran"
-    " under; rows with neither ran before scale.py recorded them (the 1 B rows other than"
-    " SPRING's: 01:10-02:31 UTC on 2026-11-24, load average 4-10 from other engineers' jobs,"
-    " so their times are upper bounds). Even on an idle machine single timings of the GNN-ready"
+    " under. Even on an idle machine single timings of the GNN-ready"
     " step swing by up to 1.5x between runs (its spill files go through the page cache): compare"
     " ratios taken in the same run."
 )
@@ -65,7 +63,16 @@ def _text(value) -> str:
     return value if isinstance(value, str) else "not recorded"
 
 
-def header_lines(machine: str) -> list[str]:
+# Shown while any row predates the one meter (no `meter` recorded).
+OLD_METER_NOTE = [
+    f"Rows before {BOOK_FORMAT} (`old`: every row without one) predate the one meter: their",
+    "partition time and peak leave out the node-stream CSR that ldg, fennel, heistream and",
+    "quotient build (557 s of LDG's 861-s stage at 1 B edges), and their RSS started at the",
+    "launcher's.",
+]
+
+
+def header_lines(machine: str, has_old_rows: bool) -> list[str]:
     """What the table's rows are and how they were measured, down to its header."""
     return [
         "# Partition stage at scale",
@@ -80,10 +87,8 @@ def header_lines(machine: str) -> list[str]:
         "partition_time_s; `stage wall` is the whole partition stage as the caller sees it;",
         "`load` is the 1-minute load average when the row started (2 cores: above 2, other",
         "work shared the CPU and the row's times are upper bounds). `meter`: the book format",
-        f"the row was measured under; rows before {BOOK_FORMAT} (`old`: every row without one)",
-        "predate the one meter of docs/design.md (Metrics): their partition time and peak leave",
-        "out the node-stream CSR that ldg, fennel, heistream and quotient build (557 s of LDG's",
-        "861-s stage at 1 B edges), and their RSS started at the launcher's.",
+        "the row was measured under (docs/design.md, Metrics).",
+        *OLD_METER_NOTE[: len(OLD_METER_NOTE) * has_old_rows],
         "",
         "The GNN-ready step's work grows with the sum of the partitions' edges (about (1 + cut)",
         "|E| for hops = 1) and its output with RF |V| (8 + 8 + 4 F) bytes: read its time next to",
@@ -114,7 +119,7 @@ def missing_lines(frame: pd.DataFrame, planned: list[int], not_run: dict[int, st
 def write_doc(
     frame: pd.DataFrame, planned: list[int], not_run: dict[int, str], machine: str, doc: Path
 ) -> None:
-    lines = header_lines(machine)
+    lines = header_lines(machine, bool(frame.meter.isna().any()))
     failed = []
     for row in frame.itertuples():
         if isinstance(row.error, str):
@@ -263,8 +268,12 @@ def billion_targets(frame: pd.DataFrame) -> list[str]:
         " time beyond partitioning and the GNN-ready step is JIT compilation on a tiny graph, the"
         " flamegraphs and the process start: every view a partitioner reads (the on-disk CSR of"
         " LDG, Fennel and the refinement) is built inside partition_time_s (docs/design.md,"
-        f" Metrics). Largest here: {widest.partitioner}, {extra.max():,.0f} s (runs from before"
-        " that rule built the CSR outside the meter, and show it here).",
+        f" Metrics). Largest here: {widest.partitioner}, {extra.max():,.0f} s"
+        + (
+            " (an `old` row: the CSR was built outside the meter)."
+            if pd.isna(widest.meter)
+            else "."
+        ),
         "",
     ]
     return lines
