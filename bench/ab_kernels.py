@@ -59,7 +59,7 @@ def kernels_for(changed_paths: Iterable[str]) -> list[str]:
 
 
 def open_graph(home: Path, num_edges: int = GRAPH_EDGES):
-    """The generated power-law graph of bench/conftest.py's recipe, in the shared cache `home`; a
+    """The generated power-law graph of power_law_config, in the shared cache `home`; a
     side whose GraphStore format differs gets a copy of its own under `home`."""
     from gnnbench.data.datasets import prepare_dataset
     from gnnbench.errors import DataError

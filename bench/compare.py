@@ -67,10 +67,9 @@ class Verdict:
         return f"REGRESSED (> {self.threshold:g})" if self.regressed else "ok"
 
     def row(self) -> str:
-        verdict = self.label
         return (
             f"{self.kernel} | {self.median:.3f} | [{self.low:.3f}, {self.high:.3f}] | "
-            f"{self.wall_median:.3f} | {self.rounds} | {verdict}"
+            f"{self.wall_median:.3f} | {self.rounds} | {self.label}"
         )
 
 

@@ -88,7 +88,7 @@ def header_lines(machine: str, has_old_rows: bool) -> list[str]:
         "`load` is the 1-minute load average when the row started (2 cores: above 2, other",
         "work shared the CPU and the row's times are upper bounds). `meter`: the book format",
         "the row was measured under (docs/design.md, Metrics).",
-        *OLD_METER_NOTE[: len(OLD_METER_NOTE) * has_old_rows],
+        *(OLD_METER_NOTE if has_old_rows else []),
         "",
         "The GNN-ready step's work grows with the sum of the partitions' edges (about (1 + cut)",
         "|E| for hops = 1) and its output with RF |V| (8 + 8 + 4 F) bytes: read its time next to",
