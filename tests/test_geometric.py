@@ -7,10 +7,11 @@ import numpy as np
 import pytest
 from scipy.spatial import cKDTree
 from test_data_sources import dataset_config
+from test_features import pretend_free
 
 from gnnbench.data.datasets import prepare_dataset
-from gnnbench.data.sources.geometric import GeometricParams, Slab, stream
-from gnnbench.errors import ConfigError
+from gnnbench.data.sources.geometric import GeometricParams, Slab, disk_bytes, stream
+from gnnbench.errors import ConfigError, DataError
 
 
 def rgg(**overrides) -> dict:
@@ -94,3 +95,32 @@ def test_defaults_live_in_its_yaml_only():
     )
     with pytest.raises(ConfigError, match="dataset.dims: expected a number, got 'flat'"):
         GeometricParams.from_config(rgg(dims="flat"))
+
+
+@pytest.mark.fault("disk: too little free for the RGG's import")
+def test_generation_refuses_a_full_disk_before_writing(gnnbench_home, monkeypatch):
+    """The import's whole disk peak is checked before the first slab: a full disk is one
+    DataError line naming the graphs directory, nothing is left, and with room it imports.
+    (It was checked only at the deduplication, after 16 GB of raw edges at 100 M nodes, and
+    every job of a sweep regenerated them to fail again.)"""
+    config = rgg(name="rgg-full-disk", num_nodes=2000, avg_degree=20, feature_dim=8)
+    params = GeometricParams.from_config(config)
+    needed = disk_bytes(params, np.dtype(np.float32))
+    # 20,000 raw edges: 48 B each (raw + buckets), the rows beside them, 16 B a node
+    assert needed == 48 * 20_000 + 2000 * 8 * 4 + 16 * 2000
+    pretend_free(monkeypatch, needed - 1)
+    with pytest.raises(DataError) as raised:
+        prepare_dataset(config)
+    message = str(raised.value)
+    assert "\n" not in message and "not enough disk space for the RGG" in message
+    assert f"{gnnbench_home / 'graphs'}: " in message and f"needs {needed} bytes" in message
+    assert not any((gnnbench_home / "graphs").iterdir())
+    pretend_free(monkeypatch, needed)
+    assert prepare_dataset(config).num_nodes == 2000
+
+
+def test_the_billion_edge_rgg_asks_for_its_disk_peak():
+    """experiment=rgg_scale at 100 M nodes: 1e9 raw edges, 48 GB with the bucket files."""
+    params = GeometricParams.from_config(rgg(num_nodes=100_000_000, avg_degree=20, feature_dim=0))
+    assert params.num_raw_edges == 1_000_000_000
+    assert disk_bytes(params, np.dtype(np.float32)) == 48_000_000_000 + 1_600_000_000

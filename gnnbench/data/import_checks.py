@@ -55,6 +55,21 @@ def free_disk_bytes(directory: Path) -> int:
     return shutil.disk_usage(directory).free
 
 
+def generated_disk_bytes(
+    num_raw_edges: int, num_nodes: int, id_bytes: int, feature_bytes: int, *, features_first: bool
+) -> int:
+    """The disk peak of importing a generated graph, bounded: raw edges (16 bytes each) with the
+    bucket files of an external deduplication (32 at most, gnnbench/data/canonical.py), or later
+    the canonical edges (`id_bytes` per end, written once the raw files are gone); the feature
+    rows beside the raw edges when the generator writes them first, else beside the canonical
+    edges; plus the node arrays (16 bytes a node)."""
+    raw = 48 * num_raw_edges
+    edges = 2 * id_bytes * num_raw_edges
+    if features_first:
+        return max(raw, edges) + feature_bytes + 16 * num_nodes
+    return max(raw, edges + feature_bytes) + 16 * num_nodes
+
+
 def check_disk_space(directory: Path, needed: int, what: str) -> None:
     """Refuse to start writing `what` when the file system has less than `needed` bytes free
     (the import's files, the synthetic graph, the GNN-ready step's partitions)."""

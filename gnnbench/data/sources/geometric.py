@@ -30,7 +30,9 @@ import numpy as np
 from scipy.spatial import cKDTree
 
 from gnnbench.data.builder import GraphStoreBuilder
+from gnnbench.data.canonical import id_dtype_for
 from gnnbench.data.datasets import SOURCES
+from gnnbench.data.import_checks import check_disk_space, generated_disk_bytes
 from gnnbench.data.sources._generator_keys import generator_params
 from gnnbench.data.sources._io import row_chunk
 from gnnbench.errors import ConfigError
@@ -71,6 +73,11 @@ class GeometricParams:
         return params
 
     @property
+    def num_raw_edges(self) -> int:
+        """Edges expected: N * avg_degree / 2 (the border makes them a little fewer)."""
+        return int(round(self.num_nodes * self.avg_degree / 2))
+
+    @property
     def radius(self) -> float:
         ball = math.pi if self.dims == 2 else 4 * math.pi / 3
         return (self.avg_degree / (self.num_nodes * ball)) ** (1 / self.dims)
@@ -86,6 +93,7 @@ def import_geometric(builder: GraphStoreBuilder, dataset: Mapping[str, Any]) -> 
     params = GeometricParams.from_config(dataset)
     node_rng = stream(params.seed, NODES)
     builder.set_num_nodes(params.num_nodes)  # checks memory before the node arrays exist
+    check_disk_space(builder.tmp, disk_bytes(params, builder.feature_dtype), "the RGG")
     grid = params.cells_per_axis
     slab_sizes = node_rng.multinomial(params.num_nodes, np.full(grid, 1 / grid))
     slab_first = np.concatenate([[0], np.cumsum(slab_sizes)])
@@ -130,6 +138,16 @@ import_geometric.config_keys = tuple(item.name for item in fields(GeometricParam
 
 # The random streams, one per purpose (and per slab), so that each is reproducible on its own.
 NODES, POINTS, FEATURE_NOISE = 0, 1, 2
+
+
+def disk_bytes(params: GeometricParams, feature_dtype: np.dtype) -> int:
+    """The import's disk peak (generated_disk_bytes): the features are written beside the raw
+    edges, slab by slab."""
+    features = params.num_nodes * params.feature_dim * np.dtype(feature_dtype).itemsize
+    id_bytes = id_dtype_for(params.num_nodes).itemsize
+    return generated_disk_bytes(
+        params.num_raw_edges, params.num_nodes, id_bytes, features, features_first=True
+    )
 
 
 def stream(seed: int, purpose: int, index: int = 0) -> np.random.Generator:

@@ -26,7 +26,7 @@ import numpy as np
 from gnnbench.data.builder import GraphStoreBuilder
 from gnnbench.data.canonical import id_dtype_for
 from gnnbench.data.datasets import SOURCES
-from gnnbench.data.import_checks import check_disk_space
+from gnnbench.data.import_checks import check_disk_space, generated_disk_bytes
 from gnnbench.data.sources._generator_keys import generator_params
 from gnnbench.data.sources._io import row_chunk
 from gnnbench.errors import ConfigError
@@ -179,13 +179,12 @@ import_synthetic.config_keys = tuple(item.name for item in fields(SbmParams))
 
 
 def disk_bytes(params: SbmParams, feature_dtype: np.dtype) -> int:
-    """The import's disk peak, bounded: raw edges (16 bytes each) with the bucket files of an
-    external deduplication (32 at most, gnnbench/data/canonical.py), or later the canonical
-    edges with the feature rows (written once the raw files are gone), plus the node arrays."""
-    raw = params.num_raw_edges
-    edges = 2 * id_dtype_for(params.num_nodes).itemsize * raw
+    """The import's disk peak (generated_disk_bytes): the features are written after the edges."""
     features = params.num_nodes * params.feature_dim * np.dtype(feature_dtype).itemsize
-    return max(48 * raw, edges + features) + 16 * params.num_nodes
+    id_bytes = id_dtype_for(params.num_nodes).itemsize
+    return generated_disk_bytes(
+        params.num_raw_edges, params.num_nodes, id_bytes, features, features_first=False
+    )
 
 
 def node_weights(rng: np.random.Generator, params: SbmParams) -> np.ndarray:
