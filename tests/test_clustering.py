@@ -12,7 +12,9 @@ from test_vertex_partitioners import edge_cut
 
 from gnnbench.data.adjacency import ensure_adjacency
 from gnnbench.errors import ConfigError
-from gnnbench.partition.clustering import coarsen
+from gnnbench.partition import clustering
+from gnnbench.partition.algorithms import quotient as quotient_module
+from gnnbench.partition.clustering import UNIT, CoarseGraph, coarse_graph, coarsen
 from gnnbench.partition.spec import PartitionSpec
 
 MULTILEVEL = {"coarsening": "clusters", "subparts_per_part": 4, "coarse_nodes": 16}
@@ -81,6 +83,50 @@ def test_clusters_respect_the_cap_and_the_coarse_graph_adds_up(random_graph):
         dense[rows, graph.indices] = graph.edge_weights
         assert (dense == dense.T).all() and not dense.diagonal().any()
         assert dense.sum() == 2 * edge_cut(random_graph, finest.astype(np.int32))
+
+
+@pytest.mark.parametrize("window", [7, 64, 1 << 21])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_coarse_graph_is_every_crossing_pair_summed(random_graph, monkeypatch, window, weighted):
+    """Against a dictionary over every CSR entry: the same pairs, the same summed weights, rows
+    sorted, whatever the window (7 entries: many windows and merges of the running list)."""
+    monkeypatch.setattr(clustering, "PAIR_WINDOW", window)
+    adjacency = ensure_adjacency(random_graph)
+    rng = np.random.default_rng(5)
+    label = rng.integers(0, 40, size=random_graph.num_nodes).astype(np.int32)
+    nodes = np.arange(random_graph.num_nodes)
+    indptr, indices = adjacency.indptr, np.concatenate([b.indices for b in adjacency.blocks()])
+    entry_weights = rng.integers(1, 5, size=len(indices)) if weighted else UNIT
+    rows = CoarseGraph(indptr, indices, entry_weights, np.ones(len(nodes), dtype=np.int64)).rows
+    graph = coarse_graph(rows(window), label, 40)
+    expected: dict[tuple[int, int], int] = {}
+    for v in nodes:
+        for e in range(indptr[v], indptr[v + 1]):
+            a, b = int(label[v]), int(label[indices[e]])
+            if a != b:
+                weight = int(entry_weights[e]) if weighted else 1
+                expected[a, b] = expected.get((a, b), 0) + weight
+    sources = np.repeat(np.arange(40), np.diff(graph.indptr))
+    pairs = zip(sources.tolist(), graph.indices.tolist(), strict=True)
+    got = dict(zip(pairs, graph.edge_weights.tolist(), strict=True))
+    assert got == expected and len(got) == len(graph.indices)
+    for a in range(40):
+        row = graph.indices[graph.indptr[a] : graph.indptr[a + 1]]
+        assert (np.diff(row) > 0).all()
+
+
+def test_multilevel_builds_its_csr_in_an_eighth_of_the_graph_per_bucket(random_graph, monkeypatch):
+    """With the 1 Mi floor lowered, the CSR build takes one bucket per eighth of the entries
+    (8 edge passes, or 9 where rows straddle a share), and the partition is the same as with
+    one bucket: the buckets change the build's memory and passes, never the CSR."""
+    spec = PartitionSpec.defaults("quotient", **MULTILEVEL)
+    one_bucket = spec.run(random_graph, 4, 0)
+    assert one_bucket.stats["adjacency_build_passes"] == 1
+    monkeypatch.setattr(quotient_module, "MIN_BUILD_ENTRIES", 1)
+    assert quotient_module.build_entries(random_graph) == -(-2 * random_graph.num_edges // 8)
+    eighths = spec.run(random_graph, 4, 0)
+    assert eighths.stats["adjacency_build_passes"] in (8, 9)
+    assert (eighths.owner == one_bucket.owner).all()
 
 
 def test_clusters_are_deterministic_per_seed(random_graph):

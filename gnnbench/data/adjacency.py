@@ -30,6 +30,7 @@ over the file in offset order, so it still holds one bounded window at a time.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import shutil
 import weakref
@@ -69,17 +70,25 @@ class NodeBlock:
 class AdjacencyStream:
     """Windowed reader of a CSR in `directory`; `build_passes` is 0 when the scope reused it."""
 
-    def __init__(self, directory: Path, build_passes: int = 0):
+    def __init__(self, directory: Path, build_passes: int = 0, indptr: np.ndarray | None = None):
         self.directory = directory
         self.build_passes = build_passes
         self.indices_layout = NpyLayout.read(directory / INDICES_FILE)
-        self.indptr = np.load(directory / INDPTR_FILE)
+        if indptr is None:  # a scope's streams share one (|V| int64s), read-only
+            indptr = np.load(directory / INDPTR_FILE)
+            indptr.flags.writeable = False
+        self.indptr = indptr
         self.passes = 0  # node-stream passes handed out (each edge read twice per pass)
         self.windows = 0  # windows of adj_indices.npy mapped so far
 
     @property
     def num_nodes(self) -> int:
         return len(self.indptr) - 1
+
+    @functools.cached_property
+    def max_degree(self) -> int:
+        """The longest row (computed once: the degree array is |V| int64s)."""
+        return int(np.diff(self.indptr).max()) if self.num_nodes else 0
 
     def _window(self, start: int, stop: int) -> np.ndarray:
         if stop <= start:
@@ -96,13 +105,12 @@ class AdjacencyStream:
         self.passes += 1
         if self.num_nodes == 0:
             return
-        degree = np.diff(self.indptr)
-        budget = max(int(max_entries), int(degree.max()), 1)
+        budget = max(int(max_entries), self.max_degree, 1)
         if order == "id":
             yield from self._id_blocks(budget)
         else:
             perm = np.random.default_rng(seed).permutation(self.num_nodes)
-            yield from self._random_blocks(perm, degree, budget)
+            yield from self._random_blocks(perm, np.diff(self.indptr), budget)
 
     def _id_blocks(self, budget: int) -> Iterator[NodeBlock]:
         indptr = self.indptr
@@ -232,8 +240,11 @@ def build_adjacency(
     return stream.passes
 
 
-# The CSRs built in the current adjacency_scope, by store directory (None: no scope is open).
-_SCOPE: ContextVar[dict[Path, Path] | None] = ContextVar("adjacency_scope", default=None)
+# The CSRs built in the current adjacency_scope, by store directory: their scratch directory and
+# row offsets (None: no scope is open).
+_SCOPE: ContextVar[dict[Path, tuple[Path, np.ndarray]] | None] = ContextVar(
+    "adjacency_scope", default=None
+)
 _SERIAL = itertools.count()  # two scratch directories of one process never share a name
 
 
@@ -245,13 +256,13 @@ def adjacency_scope() -> Iterator[None]:
     if _SCOPE.get() is not None:
         yield
         return
-    built: dict[Path, Path] = {}
+    built: dict[Path, tuple[Path, np.ndarray]] = {}
     token = _SCOPE.set(built)
     try:
         yield
     finally:
         _SCOPE.reset(token)
-        for directory in built.values():
+        for directory, _ in built.values():
             shutil.rmtree(directory, ignore_errors=True)
 
 
@@ -269,7 +280,8 @@ def ensure_adjacency(store: GraphStore, max_entries: int = DEFAULT_MAX_ENTRIES) 
     memory) into a scratch directory that lives as long as the scope, or as the returned stream."""
     built = _SCOPE.get()
     if built is not None and store.path in built:
-        return AdjacencyStream(built[store.path])
+        directory, indptr = built[store.path]
+        return AdjacencyStream(directory, indptr=indptr)
     directory = _scratch_directory(store)
     try:
         passes = build_adjacency(store, directory, max_entries)
@@ -278,7 +290,7 @@ def ensure_adjacency(store: GraphStore, max_entries: int = DEFAULT_MAX_ENTRIES) 
         raise
     stream = AdjacencyStream(directory, passes)
     if built is not None:
-        built[store.path] = directory
+        built[store.path] = (directory, stream.indptr)
     else:
         weakref.finalize(stream, shutil.rmtree, directory, True)
     return stream

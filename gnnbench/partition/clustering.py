@@ -109,9 +109,8 @@ def coarsen(
     if num_nodes <= coarse_nodes:  # already as small as the coarsest level: its nodes are the level
         label, count = np.arange(num_nodes, dtype=np.int32), num_nodes
     else:
-        degree = int(np.diff(adjacency.indptr).max())
         label, count = label_propagation(
-            rows, num_nodes, degree, max_weight, passes, seed, UNIT, block
+            rows, num_nodes, adjacency.max_degree, max_weight, passes, seed, UNIT, block
         )
     levels = [Level(label, coarse_graph(rows(), label, count))]
     while levels[-1].graph.num_nodes > coarse_nodes:
@@ -245,23 +244,21 @@ def coarse_graph(
     weights = np.zeros(0, dtype=np.int64)
     pending: list[tuple[np.ndarray, np.ndarray]] = []  # windows' pairs not merged yet
     for nodes, starts, stops, indices, edge_weights in rows:
-        positions = _row_positions(starts, stops)
-        source = np.repeat(label[nodes].astype(np.int64), stops - starts)
-        target = label[indices[positions]].astype(np.int64)
-        crossing = source != target
-        window_keys = source[crossing] * count + target[crossing]
-        del source, target
-        if edge_weights.shape[0]:
-            pair_weights = edge_weights[positions][crossing]
-        else:
-            pair_weights = np.ones(len(window_keys), dtype=np.int64)
+        # only the crossing entries are materialised (no per-entry int64 temporaries: those
+        # were the partitioner's peak, ~60 MB a window, on the 1 M-node RGG)
+        crossing = _count_crossing(nodes, starts, stops, indices, label)
+        window_keys = np.empty(crossing, dtype=np.int64)
+        pair_weights = np.empty(crossing if edge_weights.shape[0] else 0, dtype=np.int64)
+        _crossing_pairs(nodes, starts, stops, indices, edge_weights, label, count, window_keys,
+                        pair_weights)  # fmt: skip
         pending.append(_merge(window_keys, pair_weights))
         # the running list is re-sorted once the pending pairs reach its size, not per window
         # (that was quadratic in the windows: 100 re-sorts of millions of pairs at 10 M nodes)
         if sum(len(pair) for pair, _ in pending) >= max(len(keys), PAIR_WINDOW):
-            keys, weights = _merge(*_joined([(keys, weights), *pending]))
+            keys, weights = _merge_pending(keys, weights, pending)
             pending = []
-    keys, weights = _merge(*_joined([(keys, weights), *pending]))
+    keys, weights = _merge_pending(keys, weights, pending)
+    del pending
     indptr = np.zeros(count + 1, dtype=np.int64)
     np.cumsum(np.bincount(keys // count, minlength=count), out=indptr[1:])
     if node_weights.shape[0]:
@@ -271,18 +268,72 @@ def coarse_graph(
     return CoarseGraph(indptr, keys % count, weights, sizes.astype(np.int64))
 
 
-def _row_positions(starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
-    """The positions of every row's entries, row after row."""
-    lengths = (stops - starts).astype(np.int64)
-    shift = np.repeat(starts.astype(np.int64) - (np.cumsum(lengths) - lengths), lengths)
-    return shift + np.arange(int(lengths.sum()), dtype=np.int64)
+@numba.njit(cache=True)
+def _count_crossing(nodes, starts, stops, indices, label):
+    """How many of these rows' entries join two clusters."""
+    crossing = 0
+    for i in range(nodes.shape[0]):
+        own = label[nodes[i]]
+        for e in range(starts[i], stops[i]):
+            crossing += label[indices[e]] != own
+    return crossing
 
 
-def _joined(lists: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
-    return np.concatenate([k for k, _ in lists]), np.concatenate([w for _, w in lists])
+@numba.njit(cache=True)
+def _crossing_pairs(nodes, starts, stops, indices, edge_weights, label, count, keys, weights):
+    """The crossing entries in row order: key (cluster a) * count + (cluster b), and their
+    weights when the rows are weighted (`weights` is then as long as `keys`)."""
+    n = 0
+    for i in range(nodes.shape[0]):
+        own = np.int64(label[nodes[i]])
+        for e in range(starts[i], stops[i]):
+            other = label[indices[e]]
+            if other != own:
+                keys[n] = own * count + other
+                if weights.shape[0]:
+                    weights[n] = edge_weights[e]
+                n += 1
+
+
+def _merge_pending(
+    keys: np.ndarray, weights: np.ndarray, pending: list[tuple[np.ndarray, np.ndarray]]
+) -> tuple[np.ndarray, np.ndarray]:
+    """The running sorted list merged with the pending windows' pairs (linear, in numba: a
+    concatenation and np.unique's sort, inverse and bincount held ~3x the list at the peak)."""
+    more_keys = np.concatenate([UNIT, *(k for k, _ in pending)])
+    more_weights = np.concatenate([UNIT, *(w for _, w in pending)])
+    pending.clear()
+    order = np.argsort(more_keys, kind="stable")
+    out_keys = np.empty(len(keys) + len(more_keys), dtype=np.int64)
+    out_weights = np.empty(len(out_keys), dtype=np.int64)
+    n = _merge_sorted(keys, weights, more_keys, more_weights, order, out_keys, out_weights)
+    return out_keys[:n], out_weights[:n]
+
+
+@numba.njit(cache=True)
+def _merge_sorted(keys, weights, more_keys, more_weights, order, out_keys, out_weights):
+    """Sorted unique (keys, weights) merged with (more_keys, more_weights) read in `order`
+    (ascending keys, repeats allowed): the weights of equal keys summed; how many written."""
+    i = j = n = 0
+    while i < keys.shape[0] or j < order.shape[0]:
+        if j == order.shape[0] or (i < keys.shape[0] and keys[i] <= more_keys[order[j]]):
+            key, weight = keys[i], weights[i]
+            i += 1
+        else:
+            key, weight = more_keys[order[j]], more_weights[order[j]]
+            j += 1
+        if n and out_keys[n - 1] == key:
+            out_weights[n - 1] += weight
+        else:
+            out_keys[n], out_weights[n] = key, weight
+            n += 1
+    return n
 
 
 def _merge(keys: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Sorted unique keys with their summed weights."""
+    """Sorted unique keys with their summed weights (empty `weights`: each key weighs 1)."""
+    if not weights.shape[0] and keys.shape[0]:
+        merged, counts = np.unique(keys, return_counts=True)
+        return merged, counts.astype(np.int64)
     merged, inverse = np.unique(keys, return_inverse=True)
-    return merged, np.bincount(inverse, weights=weights).astype(np.int64)
+    return merged, np.bincount(inverse, weights=weights, minlength=len(merged)).astype(np.int64)

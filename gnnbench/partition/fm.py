@@ -28,7 +28,7 @@ max(its size on entry, bound); and a pass that finds nothing better leaves the p
   they are for the window. On a graph whose CSR fits one window (up to WINDOW_ENTRIES entries)
   the pass is a global FM pass; on a larger one a node's gain is exact but negative moves can
   only be recovered by neighbours in its own window. State: the owner array (|V| int32), p
-  block sizes, and per window a window-nodes x p int64 matrix of connections, the queue (one
+  block sizes, and per window a window-nodes x p int32 matrix of connections, the queue (one
   entry per boundary node and per update of a moved node's neighbours) and the move log:
   O(|V| * p) bytes at most, bounded by the window otherwise.
 
@@ -74,7 +74,7 @@ def _best_move(conn, i, home, node_weight, sizes, bound):
             best = t
     if best == -1:
         return 0, -1
-    return conn[i, best] - conn[i, home], best
+    return np.int64(conn[i, best]) - np.int64(conn[i, home]), best
 
 
 @numba.njit(cache=True)
@@ -83,7 +83,9 @@ def _queue(heap, conn, i, home, node_weight, sizes, bound, rank, stamp):
     gain, target = _best_move(conn, i, home, node_weight, sizes, bound)
     if target >= 0:
         overfull = np.int64(1 if sizes[home] > bound else 0)
-        heapq.heappush(heap, (-overfull, -gain, np.int64(rank[i]), np.int64(i), target, stamp))
+        heapq.heappush(
+            heap, (-overfull, -gain, np.int64(rank[i]), np.int64(i), target, np.int64(stamp))
+        )
 
 
 @numba.njit(cache=True)
@@ -96,26 +98,28 @@ def _overfull(sizes, bound):
 
 
 @numba.njit(cache=True)
-def fm_pass(lo, starts, stops, indices, weights, node_weights, owner, sizes, bound, rank, patience):
+def fm_pass(
+    lo, starts, stops, indices, weights, node_weights, owner, sizes, bound, rank, patience, conn
+):  # fmt: skip
     """One FM pass over nodes lo .. lo + len(starts) - 1 (row i: indices[starts[i]:stops[i]],
     edge weights `weights` at the same positions); `owner` and `sizes` are updated in place to
-    the best prefix. Return (cut weight removed, overfull weight removed, moves kept)."""
+    the best prefix. `conn` is a zeroed n x p scratch wide enough for a node's weight towards
+    one block (int32 for unweighted rows: a degree). Return (cut weight removed, overfull
+    weight removed, moves kept)."""
     n = starts.shape[0]
-    p = sizes.shape[0]
-    conn = np.zeros((n, p), dtype=np.int64)
     for i in range(n):
         for e in range(starts[i], stops[i]):
             u = indices[e]
             if u != lo + i:
                 conn[i, owner[u]] += _weight(weights, e)
-    version = np.zeros(n, dtype=np.int64)
+    version = np.zeros(n, dtype=np.int32)
     locked = np.zeros(n, dtype=np.bool_)
     heap = [(np.int64(0), np.int64(0), np.int64(0), np.int64(0), np.int64(0), np.int64(0))]
     heap.pop()
     for i in range(n):
         _queue(heap, conn, i, owner[lo + i], _weight(node_weights, i), sizes, bound, rank, 0)
-    moved = np.empty(n, dtype=np.int64)
-    moved_from = np.empty(n, dtype=np.int64)
+    moved = np.empty(n, dtype=np.int32)
+    moved_from = np.empty(n, dtype=np.int32)
     moves = 0
     delta = 0  # cut change so far (negative: lower)
     overfull = _overfull(sizes, bound)
@@ -211,7 +215,7 @@ def refine_graph(
     for i in range(1, passes + 1):
         gain, _, kept = fm_pass(
             0, graph.indptr[:-1], graph.indptr[1:], graph.indices, graph.edge_weights,
-            node_weights, part, loads, bound, rank, patience(k),
+            node_weights, part, loads, bound, rank, patience(k), np.zeros((k, p), dtype=np.int64),
         )  # fmt: skip
         cut -= int(gain)
         stats[f"{prefix}_cut_{i}"] = cut
@@ -237,9 +241,10 @@ def refine_nodes(
         for block in adjacency.blocks("id", max_entries=WINDOW_ENTRIES):
             lo = int(block.nodes[0])
             rng = np.random.default_rng((seed, lo))
+            n = len(block.nodes)
             window_gain, _, window_moves = fm_pass(
-                lo, block.starts, block.stops, block.indices, UNIT, UNIT,
-                owner, sizes, bound, rng.permutation(len(block.nodes)), patience(len(block.nodes)),
+                lo, block.starts, block.stops, block.indices, UNIT, UNIT, owner, sizes, bound,
+                rng.permutation(n), patience(n), np.zeros((n, p), dtype=np.int32),
             )  # fmt: skip
             gain += int(window_gain)
             moves += int(window_moves)
