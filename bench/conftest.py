@@ -172,6 +172,11 @@ def speed_gates(request):
     yield from _recorder(request, "speed")
 
 
+@pytest.fixture(scope="session")
+def memory_gates(request):
+    yield from _recorder(request, "memory")
+
+
 def pytest_terminal_summary(terminalreporter, config):
     for name, recorder in config.stash.get(_RECORDERS, []):
         if recorder.gates:

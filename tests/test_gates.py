@@ -15,6 +15,7 @@ from conftest import CORA, requires_dataset
 from bench import ab_kernels, compare
 from bench.conftest import GateRecorder
 from bench.gates import (
+    MEMORY_REL_TOL,
     SPEED_MAX_FACTOR,
     STARTUP_MAX_FACTOR,
     BaselineFile,
@@ -35,11 +36,13 @@ def test_gate_verdicts():
     assert Gate("f1", 0.80, 0.79, "higher").passed
     assert Gate("speed", 10.0, 10 * SPEED_MAX_FACTOR - 0.01, "speed").passed
     assert not Gate("speed", 10.0, 10 * SPEED_MAX_FACTOR + 0.01, "speed").passed
+    assert Gate("memory", 0.1, 0.1 * (1 + MEMORY_REL_TOL) - 1e-9, "memory").passed
+    assert not Gate("memory", 0.1, 0.1 * (1 + MEMORY_REL_TOL) + 1e-9, "memory").passed
     assert Gate("startup", 1.0, STARTUP_MAX_FACTOR - 0.01, "startup").passed
     assert not Gate("startup", 1.0, STARTUP_MAX_FACTOR + 0.01, "startup").passed
 
 
-@pytest.mark.parametrize("kind", ["lower", "higher", "speed"])
+@pytest.mark.parametrize("kind", ["lower", "higher", "memory", "speed"])
 def test_a_gate_without_baseline_fails_and_says_how_to_create_one(kind, tmp_path):
     gate = BaselineFile(tmp_path / "speed.json").gate(
         "hdrf/powerlaw-5M/p8/reference_passes", 3.0, kind
@@ -149,6 +152,19 @@ def test_a_gate_over_its_limit_on_slower_code_fails_after_the_ab(
     assert not recorder.gates[-1].passed
 
 
+@pytest.mark.slow
+def test_a_heavier_partition_trips_the_memory_gate():
+    """24 MB more held through quotient_multilevel's partition, in the stage's own process
+    (tests/plant_memory/sitecustomize.py): its peak over METIS's fails the memory gate."""
+    completed = run_bench_with_plant(
+        "memory", "quotient_multilevel", "test_memory_gates.py", REPO / "tests" / "plant_memory"
+    )
+    assert completed.returncode == 1, completed.stdout[-2000:]
+    key = "quotient_multilevel/rgg-1m/p16/peak_over_metis"
+    assert f"regression: {key}: baseline" in completed.stdout
+    assert "tolerance 5% relative" in completed.stdout
+
+
 def test_baseline_file_round_trip_and_table(tmp_path):
     baseline = BaselineFile(tmp_path / "quality.json")
     baseline.write({"b": 2.0, "a": 1.0})
@@ -161,9 +177,10 @@ def test_baseline_file_round_trip_and_table(tmp_path):
 
 
 def run_bench_with_plant(
-    plant: str, selection: str, bench_file: str
+    plant: str, selection: str, bench_file: str, *paths: Path
 ) -> subprocess.CompletedProcess:
-    env = {**os.environ, "GNNBENCH_PLANT": plant, "PYTHONPATH": str(REPO / "tests")}
+    pythonpath = os.pathsep.join(str(path) for path in (*paths, REPO / "tests"))
+    env = {**os.environ, "GNNBENCH_PLANT": plant, "PYTHONPATH": pythonpath}
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "planted_regression", f"bench/{bench_file}", "-k", selection,
          "-q", "-p", "no:cacheprovider"],
