@@ -6,12 +6,17 @@
    A second run on the same store builds it all again.
 2. The resident peak is the step's own: a stage started from a parent holding a large block does
    not report that block.
+3. No JIT compilation inside the measured step: the warm-up on the tiny graph compiles (or loads
+   from numba's cache) every kernel specialisation the real run calls, in a fresh interpreter,
+   on a graph large enough for every level of the multilevel coarsening.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -138,3 +143,32 @@ def test_import_resident_peak_excludes_what_the_process_held(tmp_path):
         np.ones(64 << 20, dtype=np.uint8)
     assert figures["import_rss_mb"] < held_before + 64 + 512, figures
     assert os.path.exists(tmp_path) and not (tmp_path / "capture.memray").exists()
+
+
+PRESETS = ("quotient_best", "quotient_multilevel")
+
+
+@pytest.fixture(scope="module")
+def larger_store(tmp_path_factory) -> GraphStore:
+    """More nodes than quotient's coarse_nodes (8192): the multilevel mode clusters every level."""
+    rng = np.random.default_rng(4)
+    edges = rng.integers(0, 12000, (60000, 2))
+    return make_store(tmp_path_factory.mktemp("larger") / "g", edges, 12000, True)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("name", "overrides"),
+    [*_cases(), *((preset, {}) for preset in PRESETS)],
+    ids=lambda case: str(case or ""),
+)
+def test_no_compilation_inside_the_measured_step(name, overrides, larger_store, monkeypatch):
+    _skip_without_environment(name, monkeypatch)
+    command = [
+        sys.executable, str(Path(__file__).with_name("jit_probe.py")), name,
+        json.dumps(overrides), str(larger_store.path), str(P),
+    ]  # fmt: skip
+    completed = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    compiled = json.loads(completed.stdout.strip().splitlines()[-1])
+    assert compiled == [], f"{name} compiled inside its measured step: {compiled}"

@@ -37,7 +37,9 @@ class PartitionResult:
 
 # A partitioner builds everything it reads beyond the GraphStore inside its own call (the one
 # meter, docs/design.md "Metrics"). It may carry
-# `warm_up = False` when it has no JIT to compile before measuring (out-of-process baselines); and
+# `warm_up = False` when it has no JIT to compile before measuring (out-of-process baselines);
+# `warm_up_keys`, keys for that warm-up on a 256-node graph where its own would skip kernels a
+# real graph runs (tests/test_meter.py checks that nothing compiles inside the measured step); and
 # `in_memory_baseline = True` for the METIS baselines, which the streaming gates in bench/ skip;
 # `with_features_figures = True` for a baseline that also logs partition_with_features_*;
 # and `vertex_balance_bound(p, num_nodes, **keywords)`, the bound the algorithm guarantees;

@@ -354,3 +354,6 @@ def _nested_spec(*, base, base_keys, chunk_edges, **_own):
 
 
 quotient.nested_spec = _nested_spec
+# The JIT warm-up's 256-node graph is under coarse_nodes and its clusters would hold one node:
+# these keys make it cluster, coarsen and cycle as a real graph does (gnnbench.partition.stage).
+quotient.warm_up_keys = {"coarse_nodes": 16, "subparts_per_part": 1}
