@@ -113,6 +113,7 @@ def test_a_warm_home_builds_what_a_fresh_one_builds(store, tmp_path, monkeypatch
     assert fresh["stats"]["adjacency_build_passes"] >= 1
     assert warm["stats"] == fresh["stats"]  # build passes, refinement moves: the same work
     assert warm["metrics"]["passes"] == fresh["metrics"]["passes"]
+    assert fresh["metrics"]["partition_load_1m"] >= 0  # what else ran beside the step
 
 
 def test_resident_peak_excludes_the_launchers_memory(store, gnnbench_home):

@@ -199,6 +199,7 @@ def partition_into(
 
     apply_memory_limit(limit_bytes)
     with atomic_directory(dest) as tmp:
+        load = os.getloadavg()[0]  # what else the machine ran around the measured step
         result, peak_mb, rss_mb, seconds = tracked(
             tmp / "partition.memray",
             lambda: partitioner.run_refined(store, p, seed),
@@ -226,6 +227,7 @@ def partition_into(
             partition_time_s=seconds,
             partition_peak_mb=peak_mb,
             partition_rss_mb=rss_mb,
+            partition_load_1m=max(load, os.getloadavg()[0]),
             gnn_ready_time_s=ready_seconds,
             gnn_ready_peak_mb=ready_peak_mb,
             gnn_ready_rss_mb=ready_rss_mb,

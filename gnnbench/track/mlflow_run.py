@@ -33,6 +33,7 @@ PARTITION_METRICS = (
     "partition_time_s",
     "partition_peak_mb",
     "partition_rss_mb",
+    "partition_load_1m",
     # the in-memory baselines again, loading node features as their users do (docs/design.md)
     "partition_with_features_time_s",
     "partition_with_features_peak_mb",

@@ -68,7 +68,8 @@ def runs_frame(tracking_uri: str) -> pd.DataFrame:
             "cap_gb": params.get("partitioner.memory_limit_gb"),
             **{key: metrics.get(key) for key in (
                 "import_time_s", "import_peak_mb", "partition_time_s", "partition_peak_mb",
-                "partition_rss_mb", "edge_cut", "replication_factor", "vertex_balance")},
+                "partition_rss_mb", "edge_cut", "replication_factor", "vertex_balance",
+                "partition_load_1m")},
             "error": run.data.tags.get("error", ""),
         })  # fmt: skip
     return pd.DataFrame(rows)
@@ -81,9 +82,9 @@ def _number(value, digits: int = 1) -> str:
 def size_table(frame: pd.DataFrame) -> list[str]:
     """One row per configuration at one size, sorted by cut; a failed run shows its error."""
     lines = [
-        "| config | status | partition peak MB | resident peak MB | time s | edge cut | RF "
+        "| config | status | partition peak MB | resident peak MB | time s | load | edge cut | RF "
         "| vertex balance | cut / best in-memory | peak / METIS | error |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     done = frame[frame.status == "FINISHED"]
     best = done[done.config.str.split().str[0].isin(IN_MEMORY)]["edge_cut"].min()
@@ -93,7 +94,7 @@ def size_table(frame: pd.DataFrame) -> list[str]:
         lines.append(
             f"| {row.config} | {row.status} | {_number(row.partition_peak_mb)} "
             f"| {_number(row.partition_rss_mb)} | {_number(row.partition_time_s)} "
-            f"| {_number(row.edge_cut, 4)} | {_number(row.replication_factor, 3)} "
+            f"| {_number(getattr(row, 'partition_load_1m', None))} | {_number(row.edge_cut, 4)} | {_number(row.replication_factor, 3)} "
             f"| {_number(row.vertex_balance, 3)} | {_number(row.edge_cut / best, 3)} "
             f"| {_number(row.partition_peak_mb / metis_peak, 4)} | {row.error} |"
         )
@@ -169,8 +170,10 @@ def write_doc(tracking_uri: str | None, not_run: dict[int, str] | None = None) -
         "is memray's heap high-water mark of the measured step, which covers everything the",
         'algorithm reads beyond the GraphStore (its CSR included; docs/design.md, "Metrics");',
         "`resident peak` is the process's own peak RSS (interpreter and libraries included).",
-        "KaMinPar and KaHIP run single-threaded. `cut / best in-memory` divides by the lowest",
-        "cut of METIS, KaMinPar and KaHIP that finished at that size.",
+        "KaMinPar and KaHIP run single-threaded. `load`: the larger 1-minute load average at the",
+        "measured step's start and end (`partition_load_1m`; 2 cores: near 1 is the run alone,",
+        "near 2 a shared machine; — for runs from before it was logged). `cut / best in-memory`",
+        "divides by the lowest cut of METIS, KaMinPar and KaHIP that finished at that size.",
         "",
     ]
     for nodes, group in frame.groupby("nodes", sort=True) if len(frame) else []:
