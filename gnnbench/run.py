@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import shutil
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -65,7 +66,8 @@ class Prepared:
     shares it)."""
 
     store_path: Path
-    book_path: Path | None  # None: train=centralized, nothing partitioned
+    # None: train=centralized (nothing partitioned), or a capped book removed after logging
+    book_path: Path | None
     summary: dict[str, Any]  # the headline partition metrics
 
 
@@ -130,7 +132,15 @@ def _data_and_partition(job: JobSpec, tracker) -> Prepared:
         book.metrics["edge_cut"], book.metrics["partition_peak_mb"], " (cached)" if cached else "",
     )  # fmt: skip
     headline = ("replication_factor", "edge_cut", "vertex_balance")
-    return Prepared(store.path, book.path, {key: book.metrics[key] for key in headline})
+    summary = {key: book.metrics[key] for key in headline}
+    if partitioner.memory_limit_gb is not None and job.train is None:
+        # a capped book is rebuilt by every capped run (run_partition_stage) and nothing trains
+        # on this one: kept, a partition-only sweep at 1 B edges held 10-25 GB per partitioner
+        # and the next one failed for disk (docs/rgg_scale.md)
+        shutil.rmtree(book.path, ignore_errors=True)
+        log.info("partition: capped book removed (logged; a capped run never reuses it)")
+        return Prepared(store.path, None, summary)
+    return Prepared(store.path, book.path, summary)
 
 
 def _balance_bound(partitioner: PartitionSpec, p: int, num_nodes: int) -> dict[str, Any]:

@@ -25,6 +25,8 @@ def test_small_sweep_to_doc(tmp_path, gnnbench_home, monkeypatch):
     size = ["experiment=rgg_scale", "dataset.num_nodes=3000", f"tracking.uri={uri}"]
     done = gnnbench(tmp_path, "-m", *size, "partitioner=metis,kaminpar,quotient_multilevel,ldg")
     assert done.returncode == 0, done.stderr[-2000:]
+    # partition-only and capped: every book is logged, then removed (never reused, 10-25 GB at 1 B)
+    assert not list((gnnbench_home / "partitions").glob("*-capped"))
     # a cap no process fits under: FAILED with its one line, and the table still builds
     capped = gnnbench(tmp_path, *size, "partitioner=hash", "partitioner.memory_limit_gb=0.01")
     assert capped.returncode != 0
