@@ -320,7 +320,8 @@ class Multilevel:
                     part = cluster_values(level.label, part, level.graph.num_nodes)
                 tag = f"vcycle_{cycle}_"
                 owner = self._uncoarsen(store, levels, part, p, seed, node_passes, stats, tag)
-            stats["passes"] = adjacency.passes - streams
+            # node-stream passes plus the CSR build's edge passes, as LDG and HeiStream count them
+            stats["passes"] = adjacency.passes - streams + adjacency.build_passes
         return PartitionResult(owner, stats)
 
     def _uncoarsen(self, store, levels, part, p, seed, node_passes, stats, tag) -> np.ndarray:
