@@ -108,8 +108,12 @@ def signal_death(
 ) -> GnnbenchError | None:
     """The error for a child process ended by a signal (None if no signal ended it).
 
-    OutOfMemory only with evidence: the child ran under partitioner.memory_limit_gb, or the
-    cgroup's OOM-kill counter (`oom_kill_count`, read before the child started) rose while it ran.
+    OutOfMemory only with evidence: the cgroup's OOM-kill counter (`oom_kill_count`, read before
+    the child started) rose while it ran, or the child ran under partitioner.memory_limit_gb and
+    died of another signal than SIGKILL (a cap fails allocations: a library that cannot handle
+    that aborts). A cap never sends SIGKILL, so under a cap a SIGKILL without the counter's rise
+    is someone else's: Killed (a test that killed the oldest partition process of its session
+    once took an unrelated 1 B-edge run for its own, which was then reported out of memory).
     The counter is per cgroup, so another process OOM-killed there meanwhile would be taken for
     this one; where it is unreadable (and the kernel log is not readable unprivileged), a SIGKILL
     is reported as Killed. Otherwise Killed, naming the signal.
@@ -121,7 +125,7 @@ def signal_death(
         return None
     after = oom_kill_count()
     oom_killed = None not in (oom_kills_before, after) and after > oom_kills_before
-    if capped:
+    if capped and name != "SIGKILL":
         return OutOfMemory(f"out of memory: {what} was killed by {name} under its memory cap")
     if oom_killed:
         return OutOfMemory(

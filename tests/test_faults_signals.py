@@ -51,6 +51,13 @@ def session_members(sid: int) -> dict[int, str]:
     return members
 
 
+def parent(pid: int) -> int | None:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[1])
+    except OSError:  # it exited meanwhile
+        return None
+
+
 def start_time(pid: int) -> int:
     return int(Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[19])
 
@@ -274,6 +281,20 @@ def test_partition_process_killed_with_evidence_is_out_of_memory(monkeypatch):
         stage._raise_for_crash(_crash(-9), PartitionSpec.defaults("spring"), oom_kills_before=3)
     with pytest.raises(OutOfMemory, match="under its memory cap"):
         stage._raise_for_crash(_crash(-11), PartitionSpec.defaults("spring", memory_limit_gb=1))
+    with pytest.raises(OutOfMemory, match="under its memory cap"):  # a failed allocation aborts
+        stage._raise_for_crash(_crash(-6), PartitionSpec.defaults("spring", memory_limit_gb=1))
+
+
+@pytest.mark.fault("signals: a capped partition process SIGKILLed by another process")
+def test_a_sigkill_under_a_cap_without_evidence_is_killed(monkeypatch):
+    """A memory cap fails allocations, it never sends SIGKILL: a capped partition process
+    SIGKILLed while the cgroup's OOM-kill counter stayed put was killed by someone else."""
+    monkeypatch.setattr(lifecycle, "oom_kill_count", lambda: 3)
+    capped = PartitionSpec.defaults("spring", memory_limit_gb=1)
+    with pytest.raises(Killed, match="partition process for spring was killed by SIGKILL$"):
+        stage._raise_for_crash(_crash(-9), capped, oom_kills_before=3)
+    with pytest.raises(OutOfMemory, match="out-of-memory killer"):
+        stage._raise_for_crash(_crash(-9), capped, oom_kills_before=2)
 
 
 @pytest.mark.fault("signals: the real partition subprocess SIGKILLed by another process")
@@ -286,11 +307,14 @@ def test_partition_process_killed_by_signal_ends_killed(gnnbench_home):
     )  # fmt: skip
     me = os.getpid()
 
+    def own_partition_children() -> list[int]:
+        """This process's own partition child: the session may hold others' (a run started
+        beside the suite from the same shell), which are not this test's to kill."""
+        return [pid for pid in matching(os.getsid(me), PARTITION_CHILD) if parent(pid) == me]
+
     def kill_partition_child() -> None:
         deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and not (
-            found := matching(os.getsid(me), PARTITION_CHILD)
-        ):
+        while time.monotonic() < deadline and not (found := own_partition_children()):
             time.sleep(0.1)
         if found:
             time.sleep(0.5)
