@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -177,6 +178,17 @@ def pretend_free(monkeypatch, free: int) -> None:
     monkeypatch.setattr(import_checks, "free_disk_bytes", lambda directory: free)
 
 
+def assert_refused_for_disk(config: dict, home: Path, what: str, figure: str) -> None:
+    """Importing `config` is one DataError line naming the graphs directory, `what` it could not
+    write and `figure` (bytes needed or free), with nothing left under the graphs directory."""
+    with pytest.raises(DataError) as raised:
+        prepare_dataset(config)
+    message = str(raised.value)
+    assert "\n" not in message and f"not enough disk space for {what}" in message
+    assert f"{home / 'graphs'}: " in message and figure in message
+    assert not any((home / "graphs").iterdir())
+
+
 @pytest.mark.fault("disk: too little free for the synthetic graph's features")
 def test_feature_generation_refuses_a_full_disk_in_one_line(gnnbench_home, monkeypatch):
     """10 MB free for a graph whose rows alone need 20.5 MB: one DataError line naming the graphs
@@ -184,12 +196,7 @@ def test_feature_generation_refuses_a_full_disk_in_one_line(gnnbench_home, monke
     The same graph in float16 passes with room."""
     pretend_free(monkeypatch, 10 << 20)
     config = synthetic(num_nodes=20000, feature_dim=256)  # 20.5 MB of float32 rows
-    with pytest.raises(DataError) as raised:
-        prepare_dataset(config)
-    message = str(raised.value)
-    assert "\n" not in message and "not enough disk space for the synthetic graph" in message
-    assert f"{gnnbench_home / 'graphs'}: " in message and f"{10 << 20} free" in message
-    assert not any((gnnbench_home / "graphs").iterdir())
+    assert_refused_for_disk(config, gnnbench_home, "the synthetic graph", f"{10 << 20} free")
     pretend_free(monkeypatch, 1 << 40)
     assert prepare_dataset(synthetic(num_nodes=20000, feature_dim=256, feature_dtype="float16"))
 

@@ -298,8 +298,9 @@ def _crossing_pairs(nodes, starts, stops, indices, edge_weights, label, count, k
 def _merge_pending(
     keys: np.ndarray, weights: np.ndarray, pending: list[tuple[np.ndarray, np.ndarray]]
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The running sorted list merged with the pending windows' pairs (linear, in numba: a
-    concatenation and np.unique's sort, inverse and bincount held ~3x the list at the peak)."""
+    """The running sorted list merged with the pending windows' pairs: one argsort of the
+    pending pairs (runs already sorted per window), then one linear pass in numba (np.unique's
+    sort, inverse and bincount over the concatenated list held ~3x the list at the peak)."""
     more_keys = np.concatenate([UNIT, *(k for k, _ in pending)])
     more_weights = np.concatenate([UNIT, *(w for _, w in pending)])
     pending.clear()

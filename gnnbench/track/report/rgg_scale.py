@@ -94,7 +94,8 @@ def size_table(frame: pd.DataFrame) -> list[str]:
         lines.append(
             f"| {row.config} | {row.status} | {_number(row.partition_peak_mb)} "
             f"| {_number(row.partition_rss_mb)} | {_number(row.partition_time_s)} "
-            f"| {_number(getattr(row, 'partition_load_1m', None))} | {_number(row.edge_cut, 4)} | {_number(row.replication_factor, 3)} "
+            f"| {_number(getattr(row, 'partition_load_1m', None))} "  # none in older CSVs
+            f"| {_number(row.edge_cut, 4)} | {_number(row.replication_factor, 3)} "
             f"| {_number(row.vertex_balance, 3)} | {_number(row.edge_cut / best, 3)} "
             f"| {_number(row.partition_peak_mb / metis_peak, 4)} | {row.error} |"
         )
