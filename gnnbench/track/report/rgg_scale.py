@@ -37,6 +37,13 @@ def _presets() -> dict[str, tuple[str, dict]]:
     return found
 
 
+# The metrics of a run that the doc shows (a run that did not finish has none of them).
+FIGURES = (
+    "import_time_s", "import_peak_mb", "partition_time_s", "partition_peak_mb", "partition_rss_mb",
+    "edge_cut", "replication_factor", "vertex_balance", "partition_load_1m",
+)
+
+
 def label(params: dict) -> str:
     """A run's configuration: the preset whose keys it carries, the baseline with its mode
     (`kaminpar terapart`), else the partitioner's name."""
@@ -66,10 +73,7 @@ def runs_frame(tracking_uri: str) -> pd.DataFrame:
             "p": int(params.get("p", 0)),
             "status": run.info.status,
             "cap_gb": params.get("partitioner.memory_limit_gb"),
-            **{key: metrics.get(key) for key in (
-                "import_time_s", "import_peak_mb", "partition_time_s", "partition_peak_mb",
-                "partition_rss_mb", "edge_cut", "replication_factor", "vertex_balance",
-                "partition_load_1m")},
+            **{key: metrics.get(key) for key in FIGURES},
             "error": run.data.tags.get("error", ""),
         })  # fmt: skip
     return pd.DataFrame(rows)
@@ -86,6 +90,9 @@ def size_table(frame: pd.DataFrame) -> list[str]:
         "| vertex balance | cut / best in-memory | peak / METIS | error |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
+    figures = [column for column in FIGURES if column in frame]
+    # a killed run logs no figures: MLflow gives None, which pandas keeps as an object column
+    frame = frame.assign(**{column: pd.to_numeric(frame[column]) for column in figures})
     done = frame[frame.status == "FINISHED"]
     best = done[done.config.str.split().str[0].isin(IN_MEMORY)]["edge_cut"].min()
     metis = done[done.config == "metis"]["partition_peak_mb"]
