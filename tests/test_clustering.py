@@ -12,9 +12,10 @@ from test_vertex_partitioners import edge_cut
 
 from gnnbench.data.adjacency import ensure_adjacency
 from gnnbench.errors import ConfigError
-from gnnbench.partition import clustering
+from gnnbench.partition import contraction
 from gnnbench.partition.algorithms import quotient as quotient_module
-from gnnbench.partition.clustering import UNIT, CoarseGraph, coarse_graph, coarsen
+from gnnbench.partition.clustering import coarsen
+from gnnbench.partition.contraction import UNIT, CoarseGraph, coarse_graph
 from gnnbench.partition.spec import PartitionSpec
 
 MULTILEVEL = {"coarsening": "clusters", "subparts_per_part": 4, "coarse_nodes": 16}
@@ -87,10 +88,13 @@ def test_clusters_respect_the_cap_and_the_coarse_graph_adds_up(random_graph):
 
 @pytest.mark.parametrize("window", [7, 64, 1 << 21])
 @pytest.mark.parametrize("weighted", [False, True])
-def test_coarse_graph_is_every_crossing_pair_summed(random_graph, monkeypatch, window, weighted):
+def test_coarse_graph_is_every_crossing_pair_summed(
+    random_graph, monkeypatch, tmp_path, window, weighted
+):
     """Against a dictionary over every CSR entry: the same pairs, the same summed weights, rows
-    sorted, whatever the window (7 entries: many windows and merges of the running list)."""
-    monkeypatch.setattr(clustering, "PAIR_WINDOW", window)
+    sorted, whatever the window (7 entries: many windows, each spilled over many ranges of
+    source clusters of a quarter window's bound each); the spill files are gone after."""
+    monkeypatch.setattr(contraction, "RANGE_ENTRIES", max(1, window // 4))
     adjacency = ensure_adjacency(random_graph)
     rng = np.random.default_rng(5)
     label = rng.integers(0, 40, size=random_graph.num_nodes).astype(np.int32)
@@ -98,7 +102,8 @@ def test_coarse_graph_is_every_crossing_pair_summed(random_graph, monkeypatch, w
     indptr, indices = adjacency.indptr, np.concatenate([b.indices for b in adjacency.blocks()])
     entry_weights = rng.integers(1, 5, size=len(indices)) if weighted else UNIT
     rows = CoarseGraph(indptr, indices, entry_weights, np.ones(len(nodes), dtype=np.int64)).rows
-    graph = coarse_graph(rows(window), label, 40)
+    graph = coarse_graph(rows(window), label, 40, indptr=indptr, scratch=tmp_path)
+    assert not any(tmp_path.iterdir())
     expected: dict[tuple[int, int], int] = {}
     for v in nodes:
         for e in range(indptr[v], indptr[v + 1]):

@@ -67,13 +67,20 @@ def test_store_runs_replace_the_committed_rows_of_their_job():
 def test_a_run_without_figures_is_a_row_of_dashes():
     """A killed run logs no metrics (None from MLflow): its row shows dashes and its error, and
     the finished rows their ratios, whether or not an in-memory run finished at that size."""
-    frame = pd.DataFrame({
-        "config": ["quotient_multilevel", "spring"], "status": ["KILLED", "FINISHED"],
-        "partition_peak_mb": [None, 50.0], "partition_rss_mb": [None, 70.0],
-        "partition_time_s": [None, 1.5], "edge_cut": [None, 0.08],
-        "replication_factor": [None, 1.3], "vertex_balance": [None, 1.0],
-        "error": ["interrupted by SIGTERM", ""],
-    }, dtype=object)  # fmt: skip  (as MLflow's rows make it: None kept as None)
+    frame = pd.DataFrame(
+        {
+            "config": ["quotient_multilevel", "spring"],
+            "status": ["KILLED", "FINISHED"],
+            "partition_peak_mb": [None, 50.0],
+            "partition_rss_mb": [None, 70.0],
+            "partition_time_s": [None, 1.5],
+            "edge_cut": [None, 0.08],
+            "replication_factor": [None, 1.3],
+            "vertex_balance": [None, 1.0],
+            "error": ["interrupted by SIGTERM", ""],
+        },
+        dtype=object,
+    )  # fmt: skip  (as MLflow's rows make it: None kept as None)
     finished, killed = rgg_scale.size_table(frame)[2:]
     assert killed.startswith("| quotient_multilevel | KILLED | — | — | — |")
     assert killed.endswith("| interrupted by SIGTERM |")

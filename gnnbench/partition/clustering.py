@@ -10,10 +10,7 @@ on-disk CSR (gnnbench.data.adjacency) read one bounded window at a time:
   node; after the first pass only nodes a neighbour of which moved are visited again. State: the
   label and cluster-weight arrays and one connection scratch of |V| entries (reset after each
   node: only the entries it touched), int32 while the weights fit, and two |V| flags.
-- `coarse_graph`: the clusters' weighted graph (node weight: summed member weights; edge weight:
-  summed weights of the edges between two clusters; both directions kept, as a CSR for METIS).
-  Each window's cluster pairs are summed, and merged into a running sorted list once the pending
-  ones reach its size: its memory is about twice the coarse graph plus one window's pairs.
+- `coarse_graph` (gnnbench/partition/contraction.py): the clusters' weighted graph.
 - `coarsen`: one level from the on-disk CSR, then more levels from each coarse graph in memory
   while it has more than `coarse_nodes` nodes and a level still shrinks it by a tenth.
 """
@@ -27,56 +24,10 @@ import numba
 import numpy as np
 
 from gnnbench.data.adjacency import AdjacencyStream
+from gnnbench.partition.contraction import PAIR_WINDOW, UNIT, CoarseGraph, Rows, coarse_graph
 
 # quotient alone runs this module: bump its VERSION when this module's output changes.
-UNIT = np.zeros(0, dtype=np.int64)  # no weights given: every node and edge weighs 1
-PAIR_WINDOW = 1 << 21  # CSR entries per window while the coarse graph is built (8 bytes a pair)
 MIN_SHRINK = 0.9  # a level that keeps more than this fraction of its nodes ends the coarsening
-
-Rows = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
-
-
-@dataclass(frozen=True)
-class CoarseGraph:
-    """A weighted graph in memory: node i's neighbours indices[indptr[i]:indptr[i + 1]]."""
-
-    indptr: np.ndarray
-    indices: np.ndarray
-    edge_weights: np.ndarray
-    node_weights: np.ndarray
-
-    @classmethod
-    def from_dense(cls, weights: np.ndarray, node_weights: np.ndarray) -> CoarseGraph:
-        """The graph of a dense k x k matrix of edge weights (its nonzero entries)."""
-        rows, cols = np.nonzero(weights)
-        indptr = np.zeros(len(weights) + 1, dtype=np.int64)
-        np.cumsum(np.bincount(rows, minlength=len(weights)), out=indptr[1:])
-        return cls(indptr, cols, weights[rows, cols].astype(np.int64), node_weights)
-
-    @property
-    def num_nodes(self) -> int:
-        return len(self.indptr) - 1
-
-    def cut(self, part: np.ndarray) -> int:
-        """Edge weight between parts (each edge is held in both directions)."""
-        sources = np.repeat(part, np.diff(self.indptr))
-        return int(self.edge_weights[sources != part[self.indices]].sum()) // 2
-
-    def rows(self, max_entries: int = PAIR_WINDOW) -> Iterator[Rows]:
-        """One pass over the rows in id order, about `max_entries` entries at a time."""
-        lo = 0
-        while lo < self.num_nodes:
-            hi = int(np.searchsorted(self.indptr, self.indptr[lo] + max_entries, side="right")) - 1
-            hi = min(max(hi, lo + 1), self.num_nodes)
-            base, stop = int(self.indptr[lo]), int(self.indptr[hi])
-            yield (
-                np.arange(lo, hi, dtype=np.int64),
-                self.indptr[lo:hi] - base,
-                self.indptr[lo + 1 : hi + 1] - base,
-                self.indices[base:stop],
-                self.edge_weights[base:stop],
-            )
-            lo = hi
 
 
 @dataclass(frozen=True)
@@ -93,6 +44,7 @@ def disk_rows(adjacency: AdjacencyStream, max_entries: int) -> Callable[[], Iter
     def one_pass() -> Iterator[Rows]:
         for block in adjacency.blocks("id", max_entries=max_entries):
             yield (*block.rows, UNIT)
+            del block  # a window is unmapped before the stream maps the next one
 
     return one_pass
 
@@ -112,7 +64,9 @@ def coarsen(
         label, count = label_propagation(
             rows, num_nodes, adjacency.max_degree, max_weight, passes, seed, UNIT, block
         )
-    levels = [Level(label, coarse_graph(rows(), label, count))]
+    scratch = adjacency.directory
+    first = coarse_graph(rows(), label, count, indptr=adjacency.indptr, scratch=scratch)
+    levels = [Level(label, first)]
     while levels[-1].graph.num_nodes > coarse_nodes:
         graph = levels[-1].graph
         if block.shape[0]:
@@ -124,7 +78,10 @@ def coarsen(
         )  # fmt: skip
         if count > MIN_SHRINK * graph.num_nodes:
             break
-        levels.append(Level(label, coarse_graph(graph.rows(), label, count, graph.node_weights)))
+        coarser = coarse_graph(
+            graph.rows(), label, count, graph.node_weights, indptr=graph.indptr, scratch=scratch
+        )
+        levels.append(Level(label, coarser))
     return levels
 
 
@@ -221,6 +178,7 @@ def label_propagation(
                 label, cluster_weight, max_weight, conn, touched, seed * 1000003 + number, block,
                 active, next_active,
             )  # fmt: skip
+            del nodes, starts, stops, indices, edge_weights  # before the next window is read
         active = next_active
         if not moves:
             break
@@ -229,112 +187,21 @@ def label_propagation(
 
 def _compact(label: np.ndarray) -> tuple[np.ndarray, int]:
     """Labels renumbered 0..c-1 in the order of their values (in place); c."""
-    present = np.zeros(len(label), dtype=bool)
-    present[label] = True
-    new_id = (np.cumsum(present) - 1).astype(np.int32)
-    label[:] = new_id[label]
-    return label, int(present.sum())
-
-
-def coarse_graph(
-    rows: Iterable[Rows], label: np.ndarray, count: int, node_weights: np.ndarray = UNIT
-) -> CoarseGraph:
-    """The graph of the `count` clusters `label` names, from one pass of weighted rows."""
-    keys = np.zeros(0, dtype=np.int64)
-    weights = np.zeros(0, dtype=np.int64)
-    pending: list[tuple[np.ndarray, np.ndarray]] = []  # windows' pairs not merged yet
-    for nodes, starts, stops, indices, edge_weights in rows:
-        # only the crossing entries are materialised (no per-entry int64 temporaries: those
-        # were the partitioner's peak, ~60 MB a window, on the 1 M-node RGG)
-        crossing = _count_crossing(nodes, starts, stops, indices, label)
-        window_keys = np.empty(crossing, dtype=np.int64)
-        pair_weights = np.empty(crossing if edge_weights.shape[0] else 0, dtype=np.int64)
-        _crossing_pairs(nodes, starts, stops, indices, edge_weights, label, count, window_keys,
-                        pair_weights)  # fmt: skip
-        pending.append(_merge(window_keys, pair_weights))
-        # the running list is re-sorted once the pending pairs reach its size, not per window
-        # (that was quadratic in the windows: 100 re-sorts of millions of pairs at 10 M nodes)
-        if sum(len(pair) for pair, _ in pending) >= max(len(keys), PAIR_WINDOW):
-            keys, weights = _merge_pending(keys, weights, pending)
-            pending = []
-    keys, weights = _merge_pending(keys, weights, pending)
-    del pending
-    indptr = np.zeros(count + 1, dtype=np.int64)
-    np.cumsum(np.bincount(keys // count, minlength=count), out=indptr[1:])
-    if node_weights.shape[0]:
-        sizes = np.bincount(label, weights=node_weights, minlength=count)
-    else:
-        sizes = np.bincount(label, minlength=count)
-    return CoarseGraph(indptr, keys % count, weights, sizes.astype(np.int64))
+    new_id = np.zeros(len(label), dtype=np.int32)  # (the cumsum of a mask was 2 int64 copies)
+    return label, _renumber(label, new_id)
 
 
 @numba.njit(cache=True)
-def _count_crossing(nodes, starts, stops, indices, label):
-    """How many of these rows' entries join two clusters."""
-    crossing = 0
-    for i in range(nodes.shape[0]):
-        own = label[nodes[i]]
-        for e in range(starts[i], stops[i]):
-            crossing += label[indices[e]] != own
-    return crossing
-
-
-@numba.njit(cache=True)
-def _crossing_pairs(nodes, starts, stops, indices, edge_weights, label, count, keys, weights):
-    """The crossing entries in row order: key (cluster a) * count + (cluster b), and their
-    weights when the rows are weighted (`weights` is then as long as `keys`)."""
-    n = 0
-    for i in range(nodes.shape[0]):
-        own = np.int64(label[nodes[i]])
-        for e in range(starts[i], stops[i]):
-            other = label[indices[e]]
-            if other != own:
-                keys[n] = own * count + other
-                if weights.shape[0]:
-                    weights[n] = edge_weights[e]
-                n += 1
-
-
-def _merge_pending(
-    keys: np.ndarray, weights: np.ndarray, pending: list[tuple[np.ndarray, np.ndarray]]
-) -> tuple[np.ndarray, np.ndarray]:
-    """The running sorted list merged with the pending windows' pairs: one argsort of the
-    pending pairs (runs already sorted per window), then one linear pass in numba (np.unique's
-    sort, inverse and bincount over the concatenated list held ~3x the list at the peak)."""
-    more_keys = np.concatenate([UNIT, *(k for k, _ in pending)])
-    more_weights = np.concatenate([UNIT, *(w for _, w in pending)])
-    pending.clear()
-    order = np.argsort(more_keys, kind="stable")
-    out_keys = np.empty(len(keys) + len(more_keys), dtype=np.int64)
-    out_weights = np.empty(len(out_keys), dtype=np.int64)
-    n = _merge_sorted(keys, weights, more_keys, more_weights, order, out_keys, out_weights)
-    return out_keys[:n], out_weights[:n]
-
-
-@numba.njit(cache=True)
-def _merge_sorted(keys, weights, more_keys, more_weights, order, out_keys, out_weights):
-    """Sorted unique (keys, weights) merged with (more_keys, more_weights) read in `order`
-    (ascending keys, repeats allowed): the weights of equal keys summed; how many written."""
-    i = j = n = 0
-    while i < keys.shape[0] or j < order.shape[0]:
-        if j == order.shape[0] or (i < keys.shape[0] and keys[i] <= more_keys[order[j]]):
-            key, weight = keys[i], weights[i]
-            i += 1
-        else:
-            key, weight = more_keys[order[j]], more_weights[order[j]]
-            j += 1
-        if n and out_keys[n - 1] == key:
-            out_weights[n - 1] += weight
-        else:
-            out_keys[n], out_weights[n] = key, weight
-            n += 1
-    return n
-
-
-def _merge(keys: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Sorted unique keys with their summed weights (empty `weights`: each key weighs 1)."""
-    if not weights.shape[0] and keys.shape[0]:
-        merged, counts = np.unique(keys, return_counts=True)
-        return merged, counts.astype(np.int64)
-    merged, inverse = np.unique(keys, return_inverse=True)
-    return merged, np.bincount(inverse, weights=weights, minlength=len(merged)).astype(np.int64)
+def _renumber(label, new_id):
+    """Each label value present becomes its rank among the present values (`new_id`: zeros of
+    one entry per possible value, used as scratch); how many are present."""
+    for v in range(label.shape[0]):
+        new_id[label[v]] = 1
+    count = 0
+    for value in range(new_id.shape[0]):
+        if new_id[value]:
+            new_id[value] = count
+            count += 1
+    for v in range(label.shape[0]):
+        label[v] = new_id[label[v]]
+    return count

@@ -71,12 +71,13 @@ from gnnbench.data.adjacency import DEFAULT_MAX_ENTRIES, adjacency_scope, ensure
 from gnnbench.data.store import GraphStore
 from gnnbench.errors import ConfigError
 from gnnbench.partition.base import PARTITIONERS, PartitionResult
-from gnnbench.partition.clustering import CoarseGraph, cluster_values, coarsen
+from gnnbench.partition.clustering import cluster_values, coarsen
+from gnnbench.partition.contraction import CoarseGraph
 from gnnbench.partition.fm import refine_graph, refine_nodes, refine_quotient
 from gnnbench.partition.refine import refine
 from gnnbench.spec_keys import whole_at_least
 
-# Bump when this module's output changes (gnnbench/partition/fm.py's and clustering.py's included:
+# Bump when this module's output changes (partition/fm.py's, clustering.py's, contraction.py's:
 # quotient alone runs them): part of every partition book's cache key.
 VERSION = "4"  # 2: FM lets an overfull block shed weight to a block it does not touch; 3: clusters;
 # 4: a graph within coarse_nodes is its own coarsest level
@@ -309,13 +310,16 @@ class Multilevel:
                 "quotient_edges": len(coarsest.indices) // 2,
                 "quotient_cut_edges": coarsest.cut(part),
             }
+            del coarsest
             owner = self._uncoarsen(store, levels, part, p, seed, node_passes, stats, "")
             for cycle in range(1, self.vcycles + 1):
+                del levels  # the last cycle's levels are done with: not held beside the new ones
                 levels = coarsen(
                     adjacency, self.cluster_cap, self.passes, self.coarse_nodes, seed + cycle,
                     block=owner,
                 )  # fmt: skip
                 part = owner.astype(np.int64)
+                del owner  # its part is in `part`: not held beside the cycle's new owner
                 for level in levels:  # the partition of each coarser level: its members' part
                     part = cluster_values(level.label, part, level.graph.num_nodes)
                 tag = f"vcycle_{cycle}_"
@@ -325,14 +329,15 @@ class Multilevel:
         return PartitionResult(owner, stats)
 
     def _uncoarsen(self, store, levels, part, p, seed, node_passes, stats, tag) -> np.ndarray:
-        """The coarsest level's `part` projected back level by level, FM at each, then at the
-        nodes; the owner array (stats gain `<tag>level_<i>_fm_*` and `<tag>node_fm_*`)."""
+        """The coarsest level's `part` projected back level by level (`levels` is emptied), FM at
+        each, then at the nodes; the owner array (stats gain `<tag>level_<i>_fm_*` and `<tag>node_fm_*`)."""
         for depth in range(len(levels) - 1, -1, -1):
             level_stats = refine_graph(
                 levels[depth].graph, part, p, self.level_fm_passes, seed, f"level_{depth + 1}_fm"
             )
             stats.update({tag + key: value for key, value in level_stats.items()})
             part = part[levels[depth].label]
+        levels.clear()  # consumed: the node-level FM below runs without the coarse levels
         owner = part.astype(np.int32)
         del part
         if node_passes:

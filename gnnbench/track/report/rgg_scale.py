@@ -39,8 +39,15 @@ def _presets() -> dict[str, tuple[str, dict]]:
 
 # The metrics of a run that the doc shows (a run that did not finish has none of them).
 FIGURES = (
-    "import_time_s", "import_peak_mb", "partition_time_s", "partition_peak_mb", "partition_rss_mb",
-    "edge_cut", "replication_factor", "vertex_balance", "partition_load_1m",
+    "import_time_s",
+    "import_peak_mb",
+    "partition_time_s",
+    "partition_peak_mb",
+    "partition_rss_mb",
+    "edge_cut",
+    "replication_factor",
+    "vertex_balance",
+    "partition_load_1m",
 )
 
 
