@@ -222,6 +222,24 @@ def test_adjacency_bucketed_build_reused_in_scope_then_deleted(random_store):
     assert not directory.exists()  # deleted with its stream
 
 
+def test_a_shorter_first_window_shifts_the_id_windows(random_store):
+    """`first_entries` bounds only the first window: every node once, in id order, each later
+    window within the budget, and the cuts between windows moved (what the node FM's odd
+    passes use)."""
+    stream = ensure_adjacency(random_store)
+
+    def starts(**first) -> list[int]:
+        blocks = list(stream.blocks("id", max_entries=1000, **first))
+        sizes = [int(block.stops[-1]) for block in blocks]
+        nodes = np.concatenate([block.nodes for block in blocks])
+        np.testing.assert_array_equal(nodes, np.arange(random_store.num_nodes))
+        assert max(sizes[1:]) <= 1000 and sizes[0] <= first.get("first_entries", 1000)
+        return [int(block.nodes[0]) for block in blocks]
+
+    whole, shifted = starts(), starts(first_entries=500)
+    assert whole[0] == shifted[0] == 0 and not set(whole[1:]) & set(shifted[1:])
+
+
 # --- through the measured stage --------------------------------------------------------------
 
 

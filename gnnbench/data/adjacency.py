@@ -97,9 +97,12 @@ class AdjacencyStream:
         return self.indices_layout.window(start, stop)
 
     def blocks(
-        self, order: str = "id", seed: int = 0, max_entries: int = DEFAULT_MAX_ENTRIES
-    ) -> Iterator[NodeBlock]:
-        """One pass over all nodes: `order` is 'id' (ascending ids) or 'random' (seeded)."""
+        self, order: str = "id", seed: int = 0, max_entries: int = DEFAULT_MAX_ENTRIES,
+        first_entries: int | None = None,
+    ) -> Iterator[NodeBlock]:  # fmt: skip
+        """One pass over all nodes: `order` is 'id' (ascending ids) or 'random' (seeded); in id
+        order the first window may hold fewer entries (`first_entries`), which shifts where
+        every later window starts."""
         if order not in ("id", "random"):
             raise ConfigError(f"partitioner.order: expected 'id' or 'random', got {order!r}")
         self.passes += 1
@@ -107,16 +110,16 @@ class AdjacencyStream:
             return
         budget = max(int(max_entries), self.max_degree, 1)
         if order == "id":
-            yield from self._id_blocks(budget)
+            yield from self._id_blocks(budget, max(1, min(first_entries or budget, budget)))
         else:
             perm = np.random.default_rng(seed).permutation(self.num_nodes)
             yield from self._random_blocks(perm, np.diff(self.indptr), budget)
 
-    def _id_blocks(self, budget: int) -> Iterator[NodeBlock]:
+    def _id_blocks(self, budget: int, first: int) -> Iterator[NodeBlock]:
         indptr = self.indptr
         lo = 0
         while lo < self.num_nodes:
-            hi = _range_end(indptr, lo, budget)
+            hi = _range_end(indptr, lo, first if lo == 0 else budget)
             base = int(indptr[lo])
             window = self._window(base, int(indptr[hi]))
             yield NodeBlock(
@@ -231,6 +234,7 @@ def build_adjacency(
             if len(buffer):
                 for chunk in stream:
                     _fill_range(chunk, lo, hi, cursor, buffer)
+                    del chunk  # unmapped before the stream maps the next chunk, not after
                 if not np.array_equal(cursor, indptr[lo + 1 : hi + 1] - base):
                     raise DataError(f"{store.path / 'edges.bin'}: edges disagree with degree.npy")
                 buffer.tofile(handle)

@@ -182,6 +182,7 @@ def label_propagation(
         active = next_active
         if not moves:
             break
+    del conn, cluster_weight, active  # the scratch goes before _compact's own |V| array
     return _compact(label)
 
 

@@ -79,8 +79,9 @@ from gnnbench.spec_keys import whole_at_least
 
 # Bump when this module's output changes (partition/fm.py's, clustering.py's, contraction.py's:
 # quotient alone runs them): part of every partition book's cache key.
-VERSION = "4"  # 2: FM lets an overfull block shed weight to a block it does not touch; 3: clusters;
-# 4: a graph within coarse_nodes is its own coarsest level
+VERSION = "5"  # 2: FM lets an overfull block shed weight to a block it does not touch; 3: clusters;
+# 4: a graph within coarse_nodes is its own coarsest level; 5: node FM windows of 1 Mi entries,
+# shifted on odd passes, above 4 Mi entries (the same output up to 4 Mi)
 # The on-disk CSR's build holds one bucket of rows at a time and reads the edge stream once per
 # bucket (gnnbench.data.adjacency): an eighth of the graph's entries (at least 1 Mi, at most the
 # default 16 Mi) keeps the bucket out of the multilevel peak on small graphs (67 MB of 94 on the
