@@ -90,9 +90,14 @@ def is_stale(path: Path) -> bool:
 def remove_stale_temporaries(root: Path) -> int:
     """Remove the temporaries killed writers left under a cache root (two levels: the stores and
     books, and the files inside each store); returns the bytes freed."""
-    root = Path(root)
+    return remove_stale_in(Path(root) / "graphs", Path(root) / "partitions")
+
+
+def remove_stale_in(*folders: Path) -> int:
+    """Remove the temporaries killed writers left in these folders and inside their entries;
+    returns the bytes freed."""
     candidates = []
-    for folder in (root / "graphs", root / "partitions"):
+    for folder in map(Path, folders):
         if not folder.is_dir():
             continue
         for entry in folder.iterdir():

@@ -300,12 +300,14 @@ def test_a_sigkill_under_a_cap_without_evidence_is_killed(monkeypatch):
 @pytest.mark.fault("signals: the real partition subprocess SIGKILLed by another process")
 @pytest.mark.slow
 def test_partition_process_killed_by_signal_ends_killed(gnnbench_home):
-    """The real stage: its subprocess SIGKILLed by someone else (no cap, no OOM) -> Killed."""
+    """The real stage: its subprocess SIGKILLed by someone else (no cap, no OOM) -> Killed, and
+    what the child was writing is removed at once, not by the next run's sweep."""
     store = prepare_dataset(
         {"name": "sig", "source": "synthetic", "num_nodes": 200000, "avg_degree": 8,
          "num_classes": 4, "feature_dim": 8, "seed": 1}
     )  # fmt: skip
     me = os.getpid()
+    books = gnnbench_home / "partitions"
 
     def own_partition_children() -> list[int]:
         """This process's own partition child: the session may hold others' (a run started
@@ -316,8 +318,10 @@ def test_partition_process_killed_by_signal_ends_killed(gnnbench_home):
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and not (found := own_partition_children()):
             time.sleep(0.1)
+        # killed once it is writing its book (a temporary directory beside the books)
+        while time.monotonic() < deadline and not list(books.glob(".*.tmp-*")):
+            time.sleep(0.05)
         if found:
-            time.sleep(0.5)
             os.kill(found[0], signal.SIGKILL)
 
     killer = threading.Thread(target=kill_partition_child)
@@ -329,3 +333,5 @@ def test_partition_process_killed_by_signal_ends_killed(gnnbench_home):
             )
     finally:
         killer.join()
+    left = [path.name for folder in (store.path.parent, books) for path in folder.iterdir()]
+    assert not [name for name in left if ".tmp-" in name]  # the killed child's book removed

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from gnnbench import lifecycle
-from gnnbench.atomic import atomic_directory
+from gnnbench.atomic import atomic_directory, remove_stale_in
 from gnnbench.data.store import GraphStore
 from gnnbench.errors import GnnbenchError, OutOfMemory, error_record, from_record
 from gnnbench.identity import book_identity, book_path
@@ -80,13 +80,17 @@ def run_partition_stage(
         # glibc reads MALLOC_ARENA_MAX at start-up: fewer arenas hold less memory against a cap
         env = {**os.environ, "MALLOC_ARENA_MAX": "2"} if capped else None
         oom_kills = lifecycle.oom_kill_count()  # evidence for _raise_for_crash
-        completed = subprocess.run(
-            command,
-            capture_output=True,
-            text=True,
-            env=env,
-            preexec_fn=lifecycle.tied_to_parent(),  # no orphan when this process is SIGKILLed
-        )
+        try:
+            completed = subprocess.run(
+                command,
+                capture_output=True,
+                text=True,
+                env=env,
+                preexec_fn=lifecycle.tied_to_parent(),  # no orphan when this process is SIGKILLed
+            )
+        finally:  # a child killed by a signal (or by run() when this one is interrupted) left
+            # its CSR scratch beside the store and its unfinished book: gone with it, not later
+            remove_stale_in(store.path.parent, dest.parent)
         if completed.returncode != 0:
             if error_file.is_file():
                 raise from_record(json.loads(error_file.read_text()))
