@@ -55,6 +55,11 @@ def free_disk_bytes(directory: Path) -> int:
     return shutil.disk_usage(directory).free
 
 
+# What a generated store writes per node: degree.npy, label.npy and split.npz, 8 bytes each (the
+# 1 B-edge RGG's are 800 MB each at 100 M nodes; 16 here undercounted them by a third).
+NODE_ARRAY_BYTES = 24
+
+
 def generated_disk_bytes(
     num_raw_edges: int, num_nodes: int, id_bytes: int, feature_bytes: int, *, features_first: bool
 ) -> int:
@@ -62,12 +67,13 @@ def generated_disk_bytes(
     bucket files of an external deduplication (32 at most, gnnbench/data/canonical.py), or later
     the canonical edges (`id_bytes` per end, written once the raw files are gone); the feature
     rows beside the raw edges when the generator writes them first, else beside the canonical
-    edges; plus the node arrays (16 bytes a node)."""
+    edges; plus the node arrays (NODE_ARRAY_BYTES a node)."""
     raw = 48 * num_raw_edges
     edges = 2 * id_bytes * num_raw_edges
+    nodes = NODE_ARRAY_BYTES * num_nodes
     if features_first:
-        return max(raw, edges) + feature_bytes + 16 * num_nodes
-    return max(raw, edges + feature_bytes) + 16 * num_nodes
+        return max(raw, edges) + feature_bytes + nodes
+    return max(raw, edges + feature_bytes) + nodes
 
 
 def check_disk_space(directory: Path, needed: int, what: str) -> None:
