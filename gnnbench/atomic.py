@@ -98,12 +98,10 @@ def remove_stale_in(*folders: Path) -> int:
     returns the bytes freed."""
     candidates = []
     for folder in map(Path, folders):
-        if not folder.is_dir():
-            continue
-        for entry in folder.iterdir():
-            candidates.append(entry)
-            if entry.is_dir() and not entry.name.startswith("."):
-                candidates.extend(entry.iterdir())  # e.g. a store's half-built adjacency files
+        candidates.extend(_entries(folder))
+        for entry in _entries(folder):
+            if not entry.name.startswith("."):
+                candidates.extend(_entries(entry))  # e.g. a store's half-built adjacency files
     freed = 0
     for path in filter(is_stale, candidates):
         try:  # another run starting now may be removing the same leftover
@@ -116,6 +114,14 @@ def remove_stale_in(*folders: Path) -> int:
             continue
         log.warning("removed %s, left by a killed process", path)
     return freed
+
+
+def _entries(folder: Path) -> list[Path]:
+    """A directory's entries; none for a file, or for a folder another run removes meanwhile."""
+    try:
+        return list(folder.iterdir()) if folder.is_dir() else []
+    except OSError:
+        return []
 
 
 def disk_bytes(path: Path) -> int:

@@ -12,7 +12,7 @@ from test_vertex_partitioners import edge_cut
 
 from gnnbench.data.adjacency import ensure_adjacency
 from gnnbench.errors import ConfigError
-from gnnbench.partition import contraction
+from gnnbench.partition import clustering, contraction
 from gnnbench.partition.algorithms import quotient as quotient_module
 from gnnbench.partition.clustering import coarsen
 from gnnbench.partition.contraction import UNIT, CoarseGraph, coarse_graph
@@ -118,6 +118,27 @@ def test_coarse_graph_is_every_crossing_pair_summed(
     for a in range(40):
         row = graph.indices[graph.indptr[a] : graph.indptr[a + 1]]
         assert (np.diff(row) > 0).all()
+
+
+def test_coarse_graph_with_unused_clusters_and_a_failing_pass(random_graph, tmp_path):
+    """Cluster ids with no member (ranges with no pair) get empty rows; targets are int32; a
+    pass that fails midway leaves no spill file behind."""
+    adjacency = ensure_adjacency(random_graph)
+    label = 2 * np.random.default_rng(3).integers(0, 40, size=random_graph.num_nodes)
+    label = label.astype(np.int32)  # the odd ids of 0..79 are nobody's
+    indptr = adjacency.indptr
+    rows = clustering.disk_rows(adjacency, 64)
+    graph = coarse_graph(rows(), label, 80, indptr=indptr, scratch=tmp_path)
+    assert graph.indices.dtype == np.int32 and not np.diff(graph.indptr)[1::2].any()
+    assert (graph.indices % 2 == 0).all() and not any(tmp_path.iterdir())
+
+    def failing():
+        yield from itertools.islice(rows(), 2)
+        raise OSError("disk gone")
+
+    with pytest.raises(OSError, match="disk gone"):
+        coarse_graph(failing(), label, 80, indptr=indptr, scratch=tmp_path)
+    assert not any(tmp_path.iterdir())
 
 
 def test_multilevel_builds_its_csr_in_an_eighth_of_the_graph_per_bucket(random_graph, monkeypatch):

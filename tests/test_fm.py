@@ -11,6 +11,7 @@ from test_refine import start_owner
 from test_vertex_partitioners import edge_cut
 
 import gnnbench.partition.fm as fm_module
+from gnnbench.data.adjacency import AdjacencyStream
 from gnnbench.partition.fm import refine_nodes, refine_quotient
 from gnnbench.partition.spec import PartitionSpec
 
@@ -106,6 +107,31 @@ def test_node_fm_never_raises_the_cut_and_keeps_the_bound(
         assert states[-1][0] == 0 and states[-1][1] < cut
     assert refine_nodes(random_graph, again, p, 4, seed=3) == stats
     assert np.array_equal(again, owner)
+
+
+@pytest.mark.parametrize("global_entries", [0, 1 << 22])
+def test_node_fm_shifts_its_windows_on_odd_passes_above_the_global_size(
+    random_graph, monkeypatch, global_entries
+):
+    """A CSR over GLOBAL_ENTRIES: windows of WINDOW_ENTRIES, the first one half as long on odd
+    passes; within it: every pass one window of the whole CSR, as before the shift existed."""
+    monkeypatch.setattr(fm_module, "GLOBAL_ENTRIES", global_entries)
+    monkeypatch.setattr(fm_module, "WINDOW_ENTRIES", 64)
+    calls: list[tuple[int, int]] = []
+    blocks = AdjacencyStream.blocks
+
+    def spy(self, order="id", seed=0, max_entries=0, first_entries=None):
+        calls.append((max_entries, first_entries))
+        return blocks(self, order, seed, max_entries, first_entries)
+
+    monkeypatch.setattr(AdjacencyStream, "blocks", spy)
+    refine_nodes(random_graph, start_owner(random_graph, 4, "hash"), 4, 4, seed=0)
+    entries = 2 * random_graph.num_edges
+    assert len(calls) >= 2
+    if global_entries:
+        assert set(calls) == {(entries, entries)}
+    else:
+        assert calls == [(64, 32 if i % 2 else 64) for i in range(1, len(calls) + 1)]
 
 
 @pytest.mark.parametrize("p", [2, 3, 8])

@@ -182,7 +182,8 @@ def label_propagation(
         active = next_active
         if not moves:
             break
-    del conn, cluster_weight, active  # the scratch goes before _compact's own |V| array
+    del conn, cluster_weight  # the scratch goes before _compact's own |V| array
+    active = next_active = None
     return _compact(label)
 
 

@@ -184,13 +184,14 @@ class _PairSpill:
         at = 0
         for index, size in enumerate(sizes):
             keys, range_weights = self._merged(index)
-            lo = self.bounds[index]
-            rows = keys // self.count
-            row_lengths[lo : self.bounds[index + 1]] = np.bincount(
-                rows - lo, minlength=self.bounds[index + 1] - lo
-            )
-            targets[at : at + size] = keys % self.count
+            lo, hi = self.bounds[index], self.bounds[index + 1]
             weights[at : at + size] = range_weights
+            del range_weights
+            np.remainder(keys, self.count, out=targets[at : at + size], casting="unsafe")
+            keys //= self.count  # the source cluster, in place
+            keys -= lo
+            row_lengths[lo:hi] = np.bincount(keys, minlength=hi - lo)
+            del keys  # before the next range's merge allocates its own
             at += size
         return row_lengths, targets, weights
 

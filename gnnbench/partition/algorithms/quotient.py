@@ -319,9 +319,11 @@ class Multilevel:
                     adjacency, self.cluster_cap, self.passes, self.coarse_nodes, seed + cycle,
                     block=owner,
                 )  # fmt: skip
-                part = owner.astype(np.int64)
+                # the partition of each coarser level: its members' part (no |V| int64 copy)
+                part = cluster_values(levels[0].label, owner, levels[0].graph.num_nodes)
                 del owner  # its part is in `part`: not held beside the cycle's new owner
-                for level in levels:  # the partition of each coarser level: its members' part
+                part = part.astype(np.int64)
+                for level in levels[1:]:
                     part = cluster_values(level.label, part, level.graph.num_nodes)
                 tag = f"vcycle_{cycle}_"
                 owner = self._uncoarsen(store, levels, part, p, seed, node_passes, stats, tag)
@@ -337,9 +339,10 @@ class Multilevel:
                 levels[depth].graph, part, p, self.level_fm_passes, seed, f"level_{depth + 1}_fm"
             )
             stats.update({tag + key: value for key, value in level_stats.items()})
-            part = part[levels[depth].label]
+            if depth:
+                part = part[levels[depth].label]
+        owner = part.astype(np.int32)[levels[0].label]  # one |V| array, int32 (not int64 first)
         levels.clear()  # consumed: the node-level FM below runs without the coarse levels
-        owner = part.astype(np.int32)
         del part
         if node_passes:
             node_stats = refine_nodes(store, owner, p, node_passes, seed)
