@@ -98,8 +98,9 @@ def remove_stale_in(*folders: Path) -> int:
     returns the bytes freed."""
     candidates = []
     for folder in map(Path, folders):
-        candidates.extend(_entries(folder))
-        for entry in _entries(folder):
+        entries = _entries(folder)
+        candidates.extend(entries)
+        for entry in entries:
             if not entry.name.startswith("."):
                 candidates.extend(_entries(entry))  # e.g. a store's half-built adjacency files
     freed = 0
