@@ -48,12 +48,42 @@ def _is_multirun() -> bool:
 def _sweep_tags(job: JobSpec, keys: list[str]) -> dict[str, str]:
     """The job's identity (run_key, older keys) and its sweep's id (the parent link is set by
     mlflow.start_run(parent_run_id=...), mlflow_run)."""
-    from gnnbench.track.report.query import ALIASES_TAG
-
-    tags = {"run_key": keys[0], ALIASES_TAG: ",".join(keys[1:]), "gnnbench.role": "job"}
+    tags = _identity_tags(keys)
     if job.tracking.sweep is not None:
         tags["sweep_id"] = job.tracking.sweep.sweep_id
     return tags
+
+
+def _identity_tags(keys: list[str]) -> dict[str, str]:
+    from gnnbench.track.report.query import ALIASES_TAG
+
+    return {"run_key": keys[0], ALIASES_TAG: ",".join(keys[1:]), "gnnbench.role": "job"}
+
+
+def _record_unstarted(config: dict, exc: BaseException) -> None:
+    """A sweep's job that failed before its MLflow run opened (its config check, its run key, the
+    resume lookup) becomes a FAILED child of the sweep's parent, so the sweep counts it and exits
+    non-zero; where even that fails, main() still counts it (UNRECORDED_FAILURES)."""
+    from hydra.core.hydra_config import HydraConfig
+
+    from gnnbench.identity import digest, run_keys
+    from gnnbench.torchrun import torchrun_rank
+    from gnnbench.track.mlflow_run import one_line, record_unstarted_failure
+    from gnnbench.track.sweep import UNRECORDED_FAILURES
+
+    if getattr(exc, "gnnbench_run_id", None) or torchrun_rank():  # recorded, or rank 0's to record
+        return
+    name = " ".join(o for o in HydraConfig.get().overrides.task if not o.startswith("tracking."))
+    try:
+        keys = run_keys(config)
+    except Exception:  # a config its identity cannot digest: the job's overrides stand for it
+        keys = [digest(name, 8)]
+    try:
+        record_unstarted_failure(config, _identity_tags(keys), name, exc)
+    except Exception as lost:
+        UNRECORDED_FAILURES.append(
+            f"{name}: {type(exc).__name__}: {one_line(exc)} (not recorded in MLflow: {one_line(lost)})"
+        )
 
 
 def _already_finished(job: JobSpec, keys: list[str]) -> str | None:
@@ -100,6 +130,7 @@ def _job(cfg) -> dict | None:
             print(f"gnnbench: error: {exc}", file=sys.stderr)
             sys.exit(2)
         log.error("job failed: %s", exc)
+        _record_unstarted(config, exc)
     except Exception as exc:  # a sweep goes on past any failing job; it is recorded FAILED
         run_id = getattr(exc, "gnnbench_run_id", None)  # set once the run logged its stack
         if not multirun and run_id is None:
@@ -109,6 +140,7 @@ def _job(cfg) -> dict | None:
                   file=sys.stderr)  # fmt: skip
             sys.exit(1)
         log.exception("job failed: %s: %s", type(exc).__name__, exc)
+        _record_unstarted(config, exc)
     return None
 
 
@@ -167,7 +199,7 @@ def main() -> None:
     """Console entry point (`gnnbench` / `python -m gnnbench`)."""
     import hydra
 
-    from gnnbench.track.sweep import ACTIVE, SETUP_ERRORS
+    from gnnbench.track.sweep import ACTIVE, SETUP_ERRORS, UNRECORDED_FAILURES
 
     if sys.argv[1:2] == ["report"]:  # `gnnbench report ...`: a sweep's report or a table
         from gnnbench.track.report import main as report_main
@@ -215,7 +247,7 @@ def main() -> None:
     for sweep in ACTIVE:
         if sweep.summary:
             print(f"gnnbench: {sweep.summary}", file=sys.stderr)
-    failures = [failure for sweep in ACTIVE for failure in sweep.failures]
+    failures = [failure for sweep in ACTIVE for failure in sweep.failures] + UNRECORDED_FAILURES
     if failures:
         print(f"gnnbench: {len(failures)} job(s) failed:", file=sys.stderr)
         for failure in failures:

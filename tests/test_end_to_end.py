@@ -155,6 +155,38 @@ def test_sweep_failure_goes_on(tmp_path, gnnbench_home):
     assert np.isfinite([r.data.metrics.get("edge_cut", 0) for r in found]).all()
 
 
+def test_sweep_of_jobs_failing_their_config_check_fails(tmp_path, gnnbench_home):
+    """Jobs refused by their config check (before any run opens) are FAILED children with
+    error_type and the one-line message, counted in the summary, and the sweep exits 1."""
+    completed = gnnbench(tmp_path, "-m", "p=4,8", "partitioner=spring", "train.epochs=abc")
+    assert completed.returncode == 1, completed.stderr[-3000:]
+    assert ", 2 failed; report: " in completed.stderr and "2 job(s) failed" in completed.stderr
+    jobs = [r for r in all_runs(tmp_path) if r.data.tags.get("gnnbench.role") == "job"]
+    assert sorted(r.info.status for r in jobs) == ["FAILED", "FAILED"]
+    assert {r.data.tags["error_type"] for r in jobs} == {"ConfigError"}
+    assert all("train.epochs: expected a whole number" in r.data.tags["error"] for r in jobs)
+    (parent,) = [r for r in all_runs(tmp_path) if r.data.tags.get("gnnbench.role") == "parent"]
+    assert parent.info.status == "FAILED"
+    assert {r.data.tags["mlflow.parentRunId"] for r in jobs} == {parent.info.run_id}
+
+
+def test_sweep_with_one_refused_job_runs_the_other_and_fails(tmp_path, gnnbench_home):
+    """A mixed sweep: the job with an impossible key fails its check, the other finishes."""
+    completed = gnnbench(
+        tmp_path, "-m", "p=2", "partitioner=hash", "train=none",
+        "partitioner.chunk_edges=0,65536",
+    )  # fmt: skip
+    assert completed.returncode == 1, completed.stderr[-3000:]
+    assert "1 finished, 0 skipped, 1 failed" in completed.stderr
+    jobs = {
+        r.data.params.get("partitioner.chunk_edges"): r
+        for r in all_runs(tmp_path)
+        if r.data.tags.get("gnnbench.role") == "job"
+    }
+    assert jobs["0"].info.status == "FAILED" and jobs["0"].data.tags["error_type"] == "ConfigError"
+    assert jobs["65536"].info.status == "FINISHED"
+
+
 @requires_dataset(CORA)
 @pytest.mark.slow
 @pytest.mark.distributed

@@ -253,6 +253,39 @@ def _run(
         mlflow.end_run(status=status)
 
 
+def record_unstarted_failure(
+    config: Mapping[str, Any], tags: Mapping[str, str], name: str, exc: BaseException
+) -> str:
+    """A sweep's job that failed before its run opened (its config check, its run key): a FAILED
+    child of the sweep's parent with `error_type` and `error`, so the sweep counts it as every
+    other failure. Returns the run id."""
+    from mlflow.entities import Param
+
+    from gnnbench.track.spec import TrackingSpec
+    from gnnbench.track.store import open_experiment, process_tags
+
+    tracking = TrackingSpec.from_config(config["tracking"])
+    client, experiment_id = open_experiment(tracking.uri, tracking.experiment)
+    run_tags = {**tags, **process_tags(), "error_type": type(exc).__name__, "error": one_line(exc)}
+    if tracking.sweep is not None:
+        run_tags.update(
+            {
+                "sweep_id": tracking.sweep.sweep_id,
+                "mlflow.parentRunId": tracking.sweep.parent_run_id,
+            }
+        )
+    run = client.create_run(experiment_id, run_name=name, tags=run_tags)
+    params = [
+        Param(key, str(value)[:6000])  # MLflow's limit for a parameter's value
+        for key, value in flatten(config).items()
+        if not key.startswith("tracking.")
+    ]
+    client.log_batch(run.info.run_id, params=params)
+    client.log_text(run.info.run_id, error_log(exc), "error.log")
+    client.set_terminated(run.info.run_id, "FAILED")
+    return run.info.run_id
+
+
 def _record_failure(mlflow, logger: RunLogger, exc: BaseException) -> None:
     """The error as the run's tags (error_type, error) and its stack as error.log."""
     mlflow.set_tags({"error_type": type(exc).__name__, "error": one_line(exc)})

@@ -267,3 +267,6 @@ def _hand_to_jobs(config, identity: SweepIdentity) -> None:
 # turns their failures into the exit status.
 ACTIVE: list[SweepCallback] = []
 SETUP_ERRORS: list[str] = []
+# Jobs that failed before their run opened and could not be recorded either (the store refused):
+# the sweep's count in MLflow misses them, the exit status must not
+UNRECORDED_FAILURES: list[str] = []
