@@ -47,7 +47,7 @@ PARTITION_METRICS = (
     "passes",
 )
 TRAIN_METRICS = (
-    "epoch_time_s", "sync_time_s", "sync_wait_s", "sync_count", "train_nodes_per_epoch", "computation_cost",
+    "epoch_time_s", "compute_time_s", "sync_time_s", "sync_wait_s", "sync_count", "train_nodes_per_epoch", "computation_cost",
     "batch_wait_s", "gpu_peak_mb", "val_f1_micro", "test_f1_micro", "test_f1_macro",
     "train_peak_rss_mb", "eval_peak_rss_mb", "load_time_s", "eval_time_s",
 )  # fmt: skip

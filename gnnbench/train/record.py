@@ -19,7 +19,8 @@ from gnnbench.train.group import RankGroup
 class EpochRecord:
     """This rank's figures, one entry per epoch (index epoch - 1), filled by its training mode."""
 
-    epoch_time_s: np.ndarray  # compute seconds (batch waits and syncs excluded)
+    epoch_time_s: np.ndarray  # wall seconds: the round's, loads, waits and syncs included
+    compute_time_s: np.ndarray  # compute seconds (batch waits, loads and syncs excluded)
     train_loss: np.ndarray  # the loss summed over the seeds this rank trained (not a mean)
     sync_time_s: np.ndarray  # seconds in all-reduces of the model or gradients
     sync_wait_s: np.ndarray  # seconds waiting for the slowest rank before them
@@ -38,6 +39,7 @@ class EpochRecord:
         """The run's figures over every rank, and the global mean loss of each epoch: times of
         the slowest rank, losses and costs summed over the ranks."""
         slowest = self._worst(group, self.epoch_time_s)
+        computing = self._worst(group, self.compute_time_s)
         waits = self._worst(group, self.batch_wait_s)
         losses = group.all_reduce(torch.from_numpy(self.train_loss)).numpy() / total_train
         cost = group.all_reduce(torch.from_numpy(self.computation_cost)).numpy()
@@ -47,6 +49,7 @@ class EpochRecord:
         )
         figures = {
             "epoch_time_s": float(slowest.mean()),
+            "compute_time_s": float(computing.mean()),
             "sync_time_s": float(sync[0]),  # the slowest rank's total
             "sync_wait_s": float(sync[1]),  # the longest total
             "sync_count": float(self.sync_count.mean()),  # per epoch

@@ -16,7 +16,8 @@ from typing import Any
 class TrainResult:
     """One training run's figures (rank 0's summary plus how many workers trained)."""
 
-    epoch_time_s: float  # the slowest rank's compute per epoch
+    epoch_time_s: float  # the slowest rank's wall clock per epoch (loads, waits, syncs in)
+    compute_time_s: float  # the slowest rank's compute per epoch
     sync_time_s: float  # all-reduces alone, the slowest rank's total
     sync_wait_s: float  # waiting for the slowest rank before a sync, the longest total
     sync_count: float  # all-reduces of the model or gradients per epoch

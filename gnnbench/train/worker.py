@@ -12,6 +12,8 @@ nodes (CATGNN's 1-hop partitions), so its deeper neighbourhoods are truncated th
 
 from __future__ import annotations
 
+import time
+
 import torch
 
 from gnnbench.errors import DataError
@@ -96,7 +98,11 @@ class Worker:
         for start in progress(rounds, len(rounds), "training round", enabled=self.group.rank == 0,
                               status=status):  # fmt: skip
             length = min(self.round_length, spec.epochs - start)
+            started = time.perf_counter()
             self.mode.train_round(start, length, record)
+            self.group.wait_for_device()
+            # the wall clock of a round's epochs: its loads, batch waits and syncs included
+            record.epoch_time_s[start : start + length] = (time.perf_counter() - started) / length
             done = start + length
             if done // spec.eval_every > last_evaluated // spec.eval_every or done == spec.epochs:
                 evaluator.measured_evaluation(done)

@@ -16,7 +16,12 @@ from gnnbench.identity import KEYS_ADDED_LATER, as_text, text_identity
 from gnnbench.paths import CONF_DIR, REPO_ROOT
 from gnnbench.track.claims.claim import Claim, all_claims
 from gnnbench.track.claims.tables import has_columns
-from gnnbench.track.report.query import ROLE_TAG, experiment_runs, newest_per_job
+from gnnbench.track.report.query import (
+    ROLE_TAG,
+    experiment_runs,
+    newest_per_job,
+    wall_clock_epochs,
+)
 
 RUNS = REPO_ROOT / "docs" / "claims" / "runs"  # what the doc is made from (committed CSVs)
 PARAM, METRIC = "params.", "metrics."
@@ -64,7 +69,7 @@ def claim_frame(runs: pd.DataFrame) -> pd.DataFrame:
     for column in NUMERIC_PARAMS:
         if column in frame:
             frame[column] = pd.to_numeric(frame[column], errors="coerce")
-    return frame
+    return wall_clock_epochs(frame)
 
 
 def experiments() -> list[str]:

@@ -30,7 +30,12 @@ AXES = (
     "model.name",
     "seed",
 )
-SWEEP_METRICS = HEADLINE_METRICS
+# A sweep's columns: the headline figures, then what explains a job's time (the epoch's compute
+# beside its wall clock, an evaluation's seconds, the job's own wall clock from its run's start
+# to its end)
+SWEEP_METRICS = (*HEADLINE_METRICS, "compute_time_s", "eval_time_s")
+JOB_WALL = "job_wall_s"
+STARTED, LOAD = "started_ms", "partition_load_1m"  # when and under what load a run was measured
 ROLE_TAG = "gnnbench.role"
 # The host a job ran on (its `gnnbench.host` tag): the first axis of a sweep spanning machines,
 # so the report groups its rows by machine.
@@ -165,12 +170,30 @@ def run_row(run, metrics: Sequence[str] = SWEEP_METRICS) -> dict:
     row[MACHINE] = run.data.tags.get(HOST_TAG)
     row.update({axis: run.data.params.get(axis) for axis in AXES})
     row.update({metric: run.data.metrics.get(metric) for metric in metrics})
+    row = read_epoch_meter({**row, "compute_time_s": run.data.metrics.get("compute_time_s")})
+    started, ended = run.info.start_time, run.info.end_time
+    row[JOB_WALL] = (ended - started) / 1000 if ended and started else None
+    row[STARTED] = started
+    row[LOAD] = run.data.metrics.get(LOAD)
     error = run.data.tags.get("error")
     if error is None and run.info.status != "FINISHED":
         error = run.data.tags.get("error_type")
     row["error"] = error
     row["balance_violation"] = run.data.tags.get("balance_violation")
     return row
+
+
+MEASURED = "measured"  # a reused row's date and load: it was not measured with the others
+
+
+def measured_at(row: dict) -> str:
+    """`2026-11-27 19:40 UTC, load 1.3`: when a run started and the 1-minute load average its
+    partition stage saw (partition_load_1m; absent for runs from before it)."""
+    import datetime
+
+    when = datetime.datetime.fromtimestamp(row[STARTED] / 1000, datetime.UTC)
+    text = when.strftime("%Y-%m-%d %H:%M UTC")
+    return text if row.get(LOAD) is None else f"{text}, load {row[LOAD]:.1f}"
 
 
 def swept_axes(rows: Sequence[dict], candidates: Sequence[str] = AXES) -> list[str]:
@@ -201,6 +224,7 @@ def load_sweep(
     outside = {run.info.run_id for run in others}
     for row in rows:
         row["skipped"] = row["run_id"] in outside
+        row[MEASURED] = measured_at(row) if row["skipped"] else None
     axes = swept_axes(rows, (MACHINE, *AXES))
     rows.sort(key=lambda row: tuple(sort_key(row.get(axis)) for axis in axes))
     return Sweep(
@@ -263,4 +287,31 @@ def one_meter_peaks(
     old = frame[partitioner].isin(names) & frame[features].isna()
     frame.loc[old, features] = frame.loc[old, structure]
     frame.loc[old, structure] = math.nan
+    return frame
+
+
+# Runs logged before the wall-clock epoch (docs/design.md, "Metrics") have no compute_time_s: their
+# epoch_time_s was the slowest worker's compute alone. Read them as that, with no wall clock.
+OLD_EPOCH_METER = "compute only (a run from before the wall-clock epoch)"
+
+
+def read_epoch_meter(row: dict) -> dict:
+    """A run's row with a figure from before the wall-clock epoch read right: its epoch_time_s
+    moves to compute_time_s, epoch_time_s becomes None and `epoch_meter` says why."""
+    if row.get("epoch_time_s") is None or row.get("compute_time_s") is not None:
+        return row
+    return {**row, "compute_time_s": row["epoch_time_s"], "epoch_time_s": None,
+            "epoch_meter": OLD_EPOCH_METER}  # fmt: skip
+
+
+def wall_clock_epochs(frame):
+    """read_epoch_meter over a pandas frame of runs (a column per metric)."""
+    if "epoch_time_s" not in frame:
+        return frame
+    frame = frame.copy()
+    if "compute_time_s" not in frame:
+        frame["compute_time_s"] = math.nan
+    old = frame["epoch_time_s"].notna() & frame["compute_time_s"].isna()
+    frame.loc[old, "compute_time_s"] = frame.loc[old, "epoch_time_s"]
+    frame.loc[old, "epoch_time_s"] = math.nan
     return frame

@@ -13,7 +13,10 @@ from gnnbench.atomic import atomic_write_bytes
 from gnnbench.track.report.plots import PLOTS, Plot
 from gnnbench.track.report.query import (
     AXES,
+    JOB_WALL,
+    LOAD,
     MACHINE,
+    MEASURED,
     ROLE_TAG,
     SWEEP_METRICS,
     Sweep,
@@ -83,11 +86,11 @@ def write_csv(rows: list[dict], columns: Sequence[str], path: Path) -> None:
 
 def table(sweep: Sweep) -> tuple[list[dict], list[str]]:
     """Rows and columns of the sweep's table: swept axes, status, metrics logged by any job, error."""
-    metrics = [m for m in SWEEP_METRICS if any(row.get(m) is not None for row in sweep.rows)]
+    figures = (*SWEEP_METRICS, JOB_WALL)
+    metrics = [m for m in figures if any(row.get(m) is not None for row in sweep.rows)]
     columns = [*sweep.axes, "status", *metrics]
-    columns += [
-        key for key in ("balance_violation", "error") if any(r.get(key) for r in sweep.rows)
-    ]
+    notes = ("epoch_meter", MEASURED, "balance_violation", "error")
+    columns += [key for key in notes if any(r.get(key) for r in sweep.rows)]
     return sweep.rows, columns
 
 
@@ -97,6 +100,10 @@ CSV_COLUMNS = (
     MACHINE,
     *AXES,
     *SWEEP_METRICS,
+    JOB_WALL,
+    LOAD,
+    "epoch_meter",
+    MEASURED,
     "balance_violation",
     "error",
     "skipped",
@@ -122,7 +129,9 @@ def report_markdown(sweep: Sweep, plots: dict[str, Plot]) -> str:
     if outside:
         lines += [
             f"{len(outside)} job(s) skipped by resume (already FINISHED): their runs from outside "
-            f"this sweep are in the table: {', '.join(f'`{r}`' for r in outside)}.",
+            f"this sweep are in the table: {', '.join(f'`{r}`' for r in outside)}. They were "
+            "measured at another time and load than the rest (column `measured`): compare "
+            "their times with care.",
             "",
         ]
     lines += [markdown(rows, columns) if rows else "*No job runs in this sweep.*\n", "## Plots", ""]

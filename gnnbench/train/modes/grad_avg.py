@@ -91,5 +91,5 @@ class GradientAverage(TrainingMode):
         record.sync_time_s[at] += sync_done - synced
         record.sync_wait_s[at] += waited_for_ranks
         compute = (synced - started - waited_for_ranks) + (time.perf_counter() - sync_done)
-        record.epoch_time_s[at] += compute
+        record.compute_time_s[at] += compute
         record.train_nodes_per_epoch[at] += seeds_in_step

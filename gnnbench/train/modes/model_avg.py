@@ -60,9 +60,11 @@ class ModelAverage(TrainingMode):
             for epoch in range(first_epoch, first_epoch + length):
                 started, waited = time.perf_counter(), ctx.source.wait_s
                 loss, cost = self.train_epoch(part, epoch + 1)
-                record.batch_wait_s[epoch] += ctx.source.wait_s - waited
+                batch_wait = ctx.source.wait_s - waited
+                record.batch_wait_s[epoch] += batch_wait
                 ctx.group.wait_for_device()
-                record.epoch_time_s[epoch] += time.perf_counter() - started
+                # compute alone, as grad_avg counts it: the wait for batches is batch_wait_s
+                record.compute_time_s[epoch] += time.perf_counter() - started - batch_wait
                 record.train_loss[epoch] += loss
                 record.computation_cost[epoch] += cost
             states.append(_clone(state.model.state_dict()))
