@@ -42,4 +42,4 @@ lint: install
 	$(VENV)/bin/ruff format --check gnnbench tests bench
 
 clean:
-	rm -rf $(VENV) outputs multirun mlruns mlartifacts mlflow.db
+	rm -rf $(VENV) outputs multirun mlruns mlartifacts mlflow.db mlflow.db.lock reports

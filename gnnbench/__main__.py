@@ -48,9 +48,16 @@ def _is_multirun() -> bool:
 def _sweep_tags(job: JobSpec, keys: list[str]) -> dict[str, str]:
     """The job's identity (run_key, older keys) and its sweep's id (the parent link is set by
     mlflow.start_run(parent_run_id=...), mlflow_run)."""
+    from hydra.core.hydra_config import HydraConfig
+
+    from gnnbench.track.mlflow_run import PRESET_TAG
+
     tags = _identity_tags(keys)
     if job.tracking.sweep is not None:
         tags["sweep_id"] = job.tracking.sweep.sweep_id
+    chosen = HydraConfig.get().runtime.choices.get("partitioner")
+    if chosen and chosen != job.partition.name:  # a preset (quotient_best runs quotient)
+        tags[PRESET_TAG] = chosen
     return tags
 
 
@@ -124,7 +131,10 @@ def _job(cfg) -> dict | None:
         keys = run_keys(config)
         if _nothing_to_do(job, keys, multirun):
             return None
-        return run(config, OmegaConf.to_yaml(cfg, resolve=True), _sweep_tags(job, keys), job=job)
+        result = run(config, OmegaConf.to_yaml(cfg, resolve=True), _sweep_tags(job, keys), job=job)
+        if not multirun:
+            _print_where_to_look(job, result["run_id"])
+        return result
     except GnnbenchError as exc:
         if not multirun:
             print(f"gnnbench: error: {exc}", file=sys.stderr)
@@ -142,6 +152,18 @@ def _job(cfg) -> dict | None:
         log.exception("job failed: %s: %s", type(exc).__name__, exc)
         _record_unstarted(config, exc)
     return None
+
+
+def _print_where_to_look(job: JobSpec, run_id: str) -> None:
+    """The end of a single run: its id, the store and the command that shows it."""
+    from gnnbench.torchrun import torchrun_rank
+    from gnnbench.track.dashboard import where_to_look
+
+    if torchrun_rank():  # rank 0 logged it
+        return
+    print(f"gnnbench: run {run_id} FINISHED", file=sys.stderr)
+    for line in where_to_look(job.tracking.uri, job.tracking.experiment, run_id=run_id):
+        print(f"  {line}", file=sys.stderr)
 
 
 def _sweep_not_started(config: dict) -> bool:
@@ -247,6 +269,8 @@ def main() -> None:
     for sweep in ACTIVE:
         if sweep.summary:
             print(f"gnnbench: {sweep.summary}", file=sys.stderr)
+        for line in sweep.where_to_look:
+            print(f"  {line}", file=sys.stderr)
     failures = [failure for sweep in ACTIVE for failure in sweep.failures] + UNRECORDED_FAILURES
     if failures:
         print(f"gnnbench: {len(failures)} job(s) failed:", file=sys.stderr)

@@ -36,7 +36,7 @@ usage:
   python -m gnnbench setup pyg_metis|distdgl_metis|all   set up the in-memory METIS baselines
   python -m gnnbench server [--store DIR] [--host H] [--port N]   an MLflow tracking server
 
-the five sweep axes (and what else a run takes):
+the sweep axes (any key can be swept; these are the usual ones) and what else a run takes:
   dataset=NAME        {datasets}
   partitioner=NAME    {partitioners}
   p=N                 number of partitions, or auto (from the memory budget)

@@ -103,7 +103,7 @@ def test_a_job_failed_under_an_older_key_is_no_failure_once_skipped(tmp_path, al
     """Before an upgrade a job FAILED in this sweep (key 'older'); now resume skips it as
     FINISHED elsewhere under 'newer'. The parent's alias tag ties the two together."""
     tracker = SweepTracker(f"sqlite:///{tmp_path / 'mlflow.db'}", "aliases")
-    parent = tracker.open_parent("s1", [])
+    parent = tracker.open_parent("s1", [], "sweep p=2,4")
     older = _child(tracker, "s1", "older", "FAILED")
     this_invocation = older.info.start_time + 1  # the FAILED run came from an earlier one
     tracker.client.set_tag(parent, SKIPPED_TAG + "newer", "finished-elsewhere")

@@ -200,12 +200,13 @@ def distdgl_env() -> Path:
     return gnnbench_home() / "envs" / "distdgl"
 
 
-def distdgl_python() -> Path:
-    """The DistDGL environment's interpreter; a one-line error naming the setup command if absent."""
+def distdgl_python(user: str = "partitioner=distdgl_metis") -> Path:
+    """The DistDGL environment's interpreter; a one-line error naming `user` (what needs it) and
+    the setup command if absent."""
     env = distdgl_env()
     if not (env / ".complete").is_file():
         raise BaselineUnavailable(
-            f"partitioner=distdgl_metis: the DistDGL environment {env} is not set up; "
+            f"{user}: the DistDGL environment {env} is not set up; "
             f"set it up with: {setup_command('distdgl_metis')}"
         )
     return env / "bin" / "python"

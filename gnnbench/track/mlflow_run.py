@@ -49,7 +49,7 @@ PARTITION_METRICS = (
 TRAIN_METRICS = (
     "epoch_time_s", "compute_time_s", "sync_time_s", "sync_wait_s", "sync_count", "train_nodes_per_epoch", "computation_cost",
     "batch_wait_s", "gpu_peak_mb", "val_f1_micro", "test_f1_micro", "test_f1_macro",
-    "train_peak_rss_mb", "eval_peak_rss_mb", "load_time_s", "eval_time_s",
+    "train_peak_rss_mb", "train_rss_sum_mb", "eval_peak_rss_mb", "prepare_time_s", "load_time_s", "eval_time_s",
 )  # fmt: skip
 # The contract other tools read (issue 2's metric names), in the order a table shows them.
 HEADLINE_METRICS = (
@@ -170,13 +170,18 @@ class RunLogger:
 
 
 NAMED_AXES = ("dataset", "dataset.name", "partitioner", "partitioner.name", "p")
+# The partitioner config file a job chose where it is a preset of another partitioner
+# (partitioner=quotient_best runs `quotient`): the run's tag, its name and its report rows show it
+PRESET_TAG = "partitioner.preset"
 
 
-def run_name(job: JobSpec, config: Mapping[str, Any] | None = None) -> str:
-    """`<dataset>-<partitioner>-p<p>`, e.g. cora-spring-p4 or cora-hash-pauto, then in a sweep
-    the job's value of each other axis the sweep varies (cora-spring-p4-seed=1), so that the
-    names of a sweep's runs differ."""
-    name = f"{job.data.name}-{job.partition.name}-p{job.p}"
+def run_name(
+    job: JobSpec, config: Mapping[str, Any] | None = None, preset: str | None = None
+) -> str:
+    """`<dataset>-<partitioner>-p<p>`, e.g. cora-spring-p4 or cora-hash-pauto (a preset's name
+    in place of its partitioner's), then in a sweep the job's value of each other axis the sweep
+    varies (cora-spring-p4-seed=1), so that the names of a sweep's runs differ."""
+    name = f"{job.data.name}-{preset or job.partition.name}-p{job.p}"
     sweep = job.tracking.sweep
     if sweep is None or config is None:
         return name
@@ -230,7 +235,7 @@ def _run(
     sweep = job.tracking.sweep
     active = mlflow.start_run(
         experiment_id=experiment_id,
-        run_name=run_name(job, config),
+        run_name=run_name(job, config, (tags or {}).get(PRESET_TAG)),
         parent_run_id=sweep.parent_run_id if sweep else None,
         tags={**(tags or {}), **process_tags(), **machine_tags()},
     )

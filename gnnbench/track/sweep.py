@@ -78,6 +78,16 @@ def planned_jobs(sweeper: Mapping[str, Any], overrides: list[str]) -> int | None
     return count_jobs(overrides, dict(sweeper.get("params") or {}))
 
 
+def sweep_name(overrides: list[str], sweeper_params: Mapping[str, Any]) -> str:
+    """`sweep partitioner=spring,grem p=4,8,16`: what the sweep varies (an experiment's axes
+    included), the name its parent run is shown by."""
+    grid = sweep_grid(overrides, sweeper_params)
+    swept = [f"{key}={','.join(values)}" for key, values in grid.items() if len(values) > 1
+             and not key.startswith(("hydra", "tracking"))]  # fmt: skip
+    experiment = [o for o in overrides if o.startswith("experiment=")]
+    return " ".join(["sweep", *experiment, *swept])[:250]  # MLflow's run names stay short
+
+
 def swept_keys(overrides: list[str], sweeper_params: Mapping[str, Any]) -> tuple[str, ...]:
     """The config keys (or groups) the sweep gives more than one value."""
     return tuple(
@@ -95,7 +105,7 @@ class SweepTracker:
 
         self.client, self.experiment_id = open_experiment(uri, experiment)
 
-    def open_parent(self, sweep_id: str, overrides: list[str]) -> str:
+    def open_parent(self, sweep_id: str, overrides: list[str], name: str) -> str:
         """The sweep's parent run, created on first use and set RUNNING again on a resume."""
         from gnnbench.track.store import process_tags
 
@@ -111,7 +121,7 @@ class SweepTracker:
             return run_id
         run = self.client.create_run(
             self.experiment_id,
-            run_name=f"sweep-{sweep_id}",
+            run_name=name,
             tags={"sweep_id": sweep_id, "gnnbench.role": "parent", **process_tags()},
         )
         self.client.log_param(run.info.run_id, "overrides", " ".join(overrides)[:6000])
@@ -192,6 +202,7 @@ class SweepCallback(Callback):
         self.report_args: tuple | None = None
         self.started_ms = 0  # jobs started since then ran in this invocation
         self.summary = ""  # the end line: counts and where the report is
+        self.where_to_look: list[str] = []  # the store and the UI command, printed after it
 
     def on_multirun_start(self, config, **kwargs) -> None:
         # Hydra turns a callback's exception into a warning and runs the jobs anyway: a sweep
@@ -214,7 +225,7 @@ class SweepCallback(Callback):
         tracking = TrackingSpec.from_config(config.tracking)
         sweep_id = sweep_id_of(overrides, params, tracking.experiment)
         self.tracker = SweepTracker(tracking.uri, tracking.experiment)
-        parent = self.tracker.open_parent(sweep_id, overrides)
+        parent = self.tracker.open_parent(sweep_id, overrides, sweep_name(overrides, params))
         self.identity = SweepIdentity(sweep_id, parent, swept_keys(overrides, params))
         _hand_to_jobs(config, self.identity)
         ACTIVE.append(self)
@@ -252,6 +263,13 @@ class SweepCallback(Callback):
             log.warning("sweep report not written: %s", exc)
         self.summary = f"sweep {sweep_id}: {counts}; report: {report}"
         log.info(self.summary)
+        try:
+            from gnnbench.track.dashboard import where_to_look
+
+            uri, experiment = self.report_args[:2]
+            self.where_to_look = where_to_look(uri, experiment, sweep_id=sweep_id)
+        except Exception as exc:  # a reading aid, as the report
+            log.warning("where to look: %s", one_line(exc))
 
 
 def _hand_to_jobs(config, identity: SweepIdentity) -> None:

@@ -52,11 +52,20 @@ class PhaseFigures:
     eval_load_s: float = 0.0  # what evaluations spent loading partitions (out of load_time_s)
 
     def worst_over_ranks(
-        self, group: RankGroup, *, sampler_peak_mb: float, load_s: float, epochs: int
+        self,
+        group: RankGroup,
+        *,
+        sampler_peak_mb: float,
+        samplers: int,
+        load_s: float,
+        epochs: int,
     ) -> dict[str, float]:
         """The largest rank's training and evaluation peaks (its samplers' included), and the
         slowest rank's loading per epoch (`load_s`: all its loads) and time per evaluation. A run
-        ends in an evaluation: training's peak was read before it."""
+        ends in an evaluation: training's peak was read before it. train_rss_sum_mb: every
+        training process's peak summed (a rank's `samplers` each counted at the largest one's)."""
+        own = self.train_peak_mb + samplers * sampler_peak_mb
+        summed = group.all_reduce(torch.tensor([own], dtype=torch.float64))
         figures = [
             max(self.train_peak_mb, sampler_peak_mb),
             self.eval_peak_mb,
@@ -65,7 +74,8 @@ class PhaseFigures:
         ]
         worst = group.all_reduce(torch.tensor(figures, dtype=torch.float64), dist.ReduceOp.MAX)
         names = ("train_peak_rss_mb", "eval_peak_rss_mb", "load_time_s", "eval_time_s")
-        return {name: float(value) for name, value in zip(names, worst, strict=True)}
+        figures = {name: float(value) for name, value in zip(names, worst, strict=True)}
+        return {**figures, "train_rss_sum_mb": float(summed[0])}
 
 
 def _rows(table: Any, ids: np.ndarray) -> torch.Tensor:

@@ -26,6 +26,7 @@ class TrainResult:
     batch_wait_s: float  # per epoch, the slowest-waiting rank's
     gpu_peak_mb: float | None  # None on the CPU
     train_peak_rss_mb: float  # largest resident peak of a training rank or sampler process
+    train_rss_sum_mb: float  # every training process's peak (a baseline's servers too), summed
     eval_peak_rss_mb: float  # largest rank's resident peak while evaluating
     load_time_s: float  # per epoch, the slowest rank's loading of partitions to train
     eval_time_s: float  # per evaluation, the slowest rank's (its loads included)
@@ -44,16 +45,25 @@ class TrainResult:
     ogb: dict[
         str, float
     ]  # an ogbn dataset's own metric: {"val_ogb_<metric>": ..., "test_...": ...}
+    prepare_time_s: float | None = (
+        None  # a baseline's own preparation of the book (DistDGL's format)
+    )
 
     @classmethod
     def from_summary(
         cls, summary: Mapping[str, Any], *, num_workers: int, mode: str
     ) -> TrainResult:
         """From a rank's summary dict (it crosses the process boundary as JSON)."""
-        names = {f.name for f in dataclasses.fields(cls)} - {"ogb", "num_workers", "mode"}
+        fields = [
+            f for f in dataclasses.fields(cls) if f.name not in ("ogb", "num_workers", "mode")
+        ]
         ogb = {key: value for key, value in summary.items() if "_ogb_" in key}
         return cls(
-            **{name: summary[name] for name in names},
+            **{
+                f.name: summary[f.name]
+                for f in fields
+                if f.name in summary or f.default is dataclasses.MISSING
+            },  # fmt: skip
             num_workers=num_workers,
             mode=mode,
             ogb=ogb,

@@ -15,6 +15,7 @@ from gnnbench.torchrun import under_torchrun
 from gnnbench.train import launch
 from gnnbench.train.coordinator import trains_on_partitions
 from gnnbench.train.models import build_model
+from gnnbench.train.modes import TRAINING_MODES
 from gnnbench.train.result import TrainResult
 from gnnbench.train.sampler import warm_up
 from gnnbench.train.spec import Job, TrainSpec
@@ -59,6 +60,7 @@ def check_training_config(*, spec: TrainSpec, p: int | None) -> None:
     before partitioning."""
     _check_model(spec, 1, 1)
     _check_workers(spec.num_workers, p if trains_on_partitions(spec.mode) else None)
+    TRAINING_MODES.get(spec.mode).check(spec, p)
 
 
 def _distributed(job: Job) -> tuple[dict, int]:
@@ -95,6 +97,9 @@ def run_training(*, store_path: Path, book_path: Path | None, spec: TrainSpec) -
         multilabel=store.multilabel,
         ogb_name=store.meta.get("ogb_name"),
     )
+    outside = TRAINING_MODES.get(spec.mode).train_outside(job)  # a baseline's own training
+    if outside is not None:
+        return TrainResult.from_summary(outside, num_workers=spec.num_workers, mode=spec.mode)
     warm_up()  # compile the sampler here (once, cached): workers load it, epoch times exclude it
     if partitioned:
         summary, workers = _distributed(job)

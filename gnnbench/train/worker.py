@@ -129,6 +129,7 @@ class Worker:
         memory = self.evaluator.phases.worst_over_ranks(
             group,
             sampler_peak_mb=self.source.sampler_peak_mb,
+            samplers=self.source.sampler_workers,
             load_s=self.partitions.load_s,
             epochs=self.spec.epochs,
         )

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from gnnbench.errors import GnnbenchError
-from gnnbench.track.mlflow_run import HEADLINE_METRICS
+from gnnbench.track.mlflow_run import HEADLINE_METRICS, PRESET_TAG
 from gnnbench.track.store import HOST_TAG
 
 # On a job's run: the run keys earlier versions gave the same job, comma-separated (run_keys)
@@ -169,6 +169,8 @@ def run_row(run, metrics: Sequence[str] = SWEEP_METRICS) -> dict:
     row: dict[str, Any] = {"run_id": run.info.run_id, "status": run.info.status}
     row[MACHINE] = run.data.tags.get(HOST_TAG)
     row.update({axis: run.data.params.get(axis) for axis in AXES})
+    if run.data.tags.get(PRESET_TAG):  # quotient_best and quotient_multilevel, not two "quotient"
+        row["partitioner.name"] = run.data.tags[PRESET_TAG]
     row.update({metric: run.data.metrics.get(metric) for metric in metrics})
     row = read_epoch_meter({**row, "compute_time_s": run.data.metrics.get("compute_time_s")})
     started, ended = run.info.start_time, run.info.end_time

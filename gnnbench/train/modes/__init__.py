@@ -14,7 +14,7 @@ from gnnbench.registry import Registry
 if TYPE_CHECKING:
     from gnnbench.train.context import TrainingContext
     from gnnbench.train.record import EpochRecord
-    from gnnbench.train.spec import TrainSpec
+    from gnnbench.train.spec import Job, TrainSpec
 
 
 class TrainingMode:
@@ -31,6 +31,17 @@ class TrainingMode:
 
     def __init__(self, context: TrainingContext):
         self.context = context
+
+    @classmethod
+    def check(cls, spec: TrainSpec, p: int | None) -> None:
+        """Refuse, in one line, a config this mode cannot train (before any data is prepared)."""
+
+    @classmethod
+    def train_outside(cls, job: Job) -> dict | None:
+        """A baseline system that trains in its own processes (train=distdgl) returns the run's
+        summary (TrainResult's fields) here; gnnbench's own modes return None and are trained
+        by gnnbench's workers, one `train_round` at a time."""
+        return None
 
     @staticmethod
     def round_length(spec: TrainSpec) -> int:

@@ -1,0 +1,118 @@
+"""Other systems' own training as baselines: train=distdgl (DistDGL's servers and trainers).
+
+They need `python -m gnnbench setup distdgl_metis` first; locally their tests skip without it, in
+CI (CI=true, where .ci/run sets it up) they fail.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from cli import gnnbench, start
+from conftest import CORA, requires_dataset
+from test_baselines import distdgl_ready  # noqa: F401 (a fixture)
+from test_end_to_end import runs
+
+DISTDGL_JOB = ("dataset=cora", "partitioner=spring", "p=2", "num_gpus=2", "train=distdgl")
+
+
+def baseline_processes() -> list[str]:
+    """Command lines of every process running a baseline's training script."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if "distdgl_train.py" in command:
+            found.append(command)
+    return found
+
+
+def shared_memory() -> set[str]:
+    return set(os.listdir("/dev/shm"))
+
+
+def assert_nothing_left(home: Path, shm_before: set[str]) -> None:
+    """No server or trainer process, no new shared-memory segment, no scratch folder."""
+    deadline = time.monotonic() + 10
+    while baseline_processes() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert baseline_processes() == []
+    assert shared_memory() - shm_before == set()
+    scratch = home / "baselines"
+    assert not (scratch.is_dir() and list(scratch.iterdir()))  # the temporaries are dot-named
+
+
+@requires_dataset(CORA)
+@pytest.mark.distributed
+def test_distdgl_trains_cora_with_two_trainers(tmp_path, gnnbench_home, distdgl_ready):  # noqa: F811
+    """DistDGL's servers and trainers on SPRING's two partitions of Cora: a FINISHED run whose
+    test F1 is Cora's, whose epoch wall clock holds its compute and whose summed peak counts
+    the servers; nothing is left running or in /dev/shm."""
+    shm_before = shared_memory()
+    completed = gnnbench(tmp_path, *DISTDGL_JOB, "train.epochs=10")
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    _, found = runs(tmp_path)
+    (run,) = found
+    metrics = run.data.metrics
+    assert run.info.status == "FINISHED" and run.data.params["train.mode"] == "distdgl"
+    assert metrics["test_f1_micro"] >= 0.7
+    assert metrics["epoch_time_s"] >= metrics["compute_time_s"] > 0
+    assert (
+        metrics["train_rss_sum_mb"] > 2 * metrics["train_peak_rss_mb"] > 0
+    )  # 2 servers, 2 trainers
+    assert metrics["prepare_time_s"] > 0
+    assert_nothing_left(gnnbench_home, shm_before)
+
+
+@requires_dataset(CORA)
+@pytest.mark.distributed
+@pytest.mark.fault("baseline: a DistDGL job stopped by SIGTERM mid-epoch")
+def test_distdgl_job_sigtermed_mid_epoch_leaves_nothing(tmp_path, gnnbench_home, distdgl_ready):  # noqa: F811
+    """SIGTERM while the trainers train: exit 143, the run KILLED, and no server, trainer,
+    shared-memory segment or scratch folder left."""
+    shm_before = shared_memory()
+    process = start(tmp_path, *DISTDGL_JOB, "train.epochs=200", stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 240
+    while not any(" trainer " in c for c in baseline_processes()) and time.monotonic() < deadline:
+        assert process.poll() is None, process.stderr.read()[-3000:]
+        time.sleep(0.5)
+    time.sleep(8)  # into the epochs: servers loaded, trainers connected
+    process.send_signal(signal.SIGTERM)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 143, stderr[-3000:]
+    _, found = runs(tmp_path)
+    assert [run.info.status for run in found] == ["KILLED"]
+    assert_nothing_left(gnnbench_home, shm_before)
+
+
+@pytest.mark.fault("baseline: train=distdgl without the DistDGL environment")
+def test_distdgl_without_its_environment_is_one_line(tmp_path, gnnbench_home):
+    """The job exits 2 with one line naming train=distdgl and the setup command."""
+    completed = gnnbench(tmp_path, "p=2", "num_gpus=2", "train=distdgl", "train.epochs=1")
+    assert completed.returncode == 2, completed.stderr[-3000:]
+    line = completed.stderr.strip().splitlines()[-1]
+    assert line.startswith("gnnbench: error: train=distdgl: the DistDGL environment")
+    assert "python -m gnnbench setup distdgl_metis" in line
+
+
+@pytest.mark.parametrize(
+    "overrides, key",
+    [(("p=2", "model=gcn"), "model.name"), (("p=2", "train.strategy=full"), "train.strategy"),
+     (("p=3",), "num_gpus=2 must be a multiple of p=3")],
+)  # fmt: skip
+def test_distdgl_refuses_what_its_recipe_cannot_train(tmp_path, gnnbench_home, overrides, key):
+    """DistDGL's recipe is GraphSAGE on sampled mini-batches, num_gpus / p trainers a partition:
+    anything else is one line before any data is prepared."""
+    completed = gnnbench(tmp_path, "num_gpus=2", "train=distdgl", *overrides)
+    assert completed.returncode == 2, completed.stderr[-3000:]
+    line = completed.stderr.strip().splitlines()[-1]
+    assert line.startswith("gnnbench: error: train=distdgl") and key in line
