@@ -77,10 +77,13 @@ def section_lines(
     if claim.untested:
         lines += [f"Not testable here: {claim.untested}.", ""]
     lines += [job_count_line(frame, claim.configs), ""]
+    command = f"`python scripts/claims.py --run --only {claim.number}`"
     if frame.empty:
-        lines += ["Not run in this session.", ""]
+        lines += [f"Open: no FINISHED runs exported; {command} runs them.", ""]
     elif verdict.verdict == "open":  # some jobs finished, not those the verdict compares
-        lines += [f"{len(frame)} FINISHED runs, not yet the ones the verdict compares.", ""]
+        lines += [f"Open: {len(frame)} FINISHED runs, not yet the ones the verdict compares (a run "
+                  "from before the wall-clock epoch has no wall clock to judge); "
+                  f"{command} on a new store runs them.", ""]  # fmt: skip
     else:
         lines += [*claim.detail(frame), ""]
         if plot_name:

@@ -207,7 +207,9 @@ def local_step_summary(frame: pd.DataFrame) -> str | None:
 def study_local_steps(frame: pd.DataFrame) -> list[str]:
     """Claim 4's follow-up: why model_avg lost accuracy at 20 epochs on amazon_cs."""
     if not has_columns(frame, "train.mode", "p", "train.epochs", "test_f1_micro"):
-        return ["Not run in this session."]
+        return [
+            "Open: no FINISHED runs exported; `python scripts/claims.py --run --only 4` runs them."
+        ]
     means = local_step_means(frame)
     lines = [
         "| mode | p | workers | epochs | lr | test micro-F1 (mean ± std over seeds) |",
