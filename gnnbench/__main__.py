@@ -162,7 +162,12 @@ def _print_where_to_look(job: JobSpec, run_id: str) -> None:
     if torchrun_rank():  # rank 0 logged it
         return
     print(f"gnnbench: run {run_id} FINISHED", file=sys.stderr)
-    for line in where_to_look(job.tracking.uri, job.tracking.experiment, run_id=run_id):
+    try:  # a reading aid: a store that stops answering now must not fail a finished run
+        lines = where_to_look(job.tracking.uri, job.tracking.experiment, run_id=run_id)
+    except Exception as exc:
+        log.warning("where to look: %s", exc)
+        return
+    for line in lines:
         print(f"  {line}", file=sys.stderr)
 
 

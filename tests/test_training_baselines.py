@@ -1,7 +1,8 @@
-"""Other systems' own training as baselines: train=distdgl (DistDGL's servers and trainers).
+"""Other systems' own training as baselines: train=distdgl (DistDGL's servers and trainers),
+train=pyg_ddp and train=pyg_cluster (PyG's recipes).
 
-They need `python -m gnnbench setup distdgl_metis` first; locally their tests skip without it, in
-CI (CI=true, where .ci/run sets it up) they fail.
+They need `python -m gnnbench setup distdgl_metis` (or `pyg_metis`) first; locally their tests
+skip without it, in CI (CI=true, where .ci/run sets it up) they fail.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pathlib import Path
 import pytest
 from cli import gnnbench, start
 from conftest import CORA, requires_dataset
-from test_baselines import distdgl_ready  # noqa: F401 (a fixture)
+from test_baselines import distdgl_ready, pyg_metis_ready  # noqa: F401 (fixtures)
 from test_end_to_end import runs
 
 DISTDGL_JOB = ("dataset=cora", "partitioner=spring", "p=2", "num_gpus=2", "train=distdgl")
@@ -116,3 +117,55 @@ def test_distdgl_refuses_what_its_recipe_cannot_train(tmp_path, gnnbench_home, o
     assert completed.returncode == 2, completed.stderr[-3000:]
     line = completed.stderr.strip().splitlines()[-1]
     assert line.startswith("gnnbench: error: train=distdgl") and key in line
+
+
+@requires_dataset(CORA)
+@pytest.mark.distributed
+@pytest.mark.parametrize("mode", ["pyg_ddp", "pyg_cluster"])
+def test_pyg_recipes_train_cora(tmp_path, gnnbench_home, pyg_metis_ready, mode):  # noqa: F811
+    """PyG's recipes on Cora with two ranks: FINISHED, Cora's F1, the wall clock holding the
+    compute, no partition stage (nothing is partitioned)."""
+    completed = gnnbench(tmp_path, "dataset=cora", f"train={mode}", "num_gpus=2",
+                         "train.epochs=10", "train.num_clusters=8")  # fmt: skip
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    _, found = runs(tmp_path)
+    (run,) = found
+    metrics = run.data.metrics
+    assert run.info.status == "FINISHED" and run.data.params["train.mode"] == mode
+    assert metrics["test_f1_micro"] >= 0.7, metrics["test_f1_micro"]
+    assert metrics["epoch_time_s"] >= metrics["compute_time_s"] > 0
+    assert metrics["train_rss_sum_mb"] > metrics["train_peak_rss_mb"] > 0
+    assert "replication_factor" not in metrics
+
+
+def test_baselines_doc_splits_the_epoch_and_compares_systems(tmp_path, monkeypatch):
+    """The doc from a CSV of runs: per graph and system the seeds' mean wall-clock epoch, its
+    ratio to DistDGL on its METIS and to PyG DDP, its parts per epoch; the curves' PNG."""
+    import json
+
+    import pandas as pd
+
+    from gnnbench.track.report import training_baselines as doc
+
+    def row(train, partitioner, seed, epoch, f1):
+        return {"dataset": "cora", "partitioner": partitioner, "train": train, "seed": seed,
+                "p": 2, "num_gpus": 2, "epochs": 2, "epoch_time_s": epoch,
+                "compute_time_s": epoch / 2, "sync_time_s": 0.2, "sync_wait_s": 0.4,
+                "test_f1_micro": f1, "val_curve": json.dumps([0.5, f1])}  # fmt: skip
+
+    frame = pd.DataFrame([row("distdgl", "distdgl_metis", 0, 2.0, 0.8),
+                          row("distdgl", "distdgl_metis", 1, 2.0, 0.8),
+                          row("pyg_ddp", "spring", 0, 4.0, 0.7),
+                          row("model_avg", "spring", 0, 1.0, 0.75)])  # fmt: skip
+    monkeypatch.setattr(doc, "DOC", tmp_path / "doc.md")
+    monkeypatch.setattr(doc, "PNG", tmp_path / "curves.png")
+    doc.write_doc(frame)
+    text = (tmp_path / "doc.md").read_text()
+    lines = {line.split(" | ")[1]: line.split(" | ") for line in text.splitlines()
+             if line.startswith("| cora")}  # fmt: skip
+    assert set(lines) == {"DistDGL on distdgl_metis", "PyG DDP", "gnnbench model_avg on spring"}
+    ours = lines["gnnbench model_avg on spring"]
+    assert ours[3:6] == ["1.000", "0.50", "0.25"]  # epoch s, vs DistDGL, vs PyG DDP
+    assert ours[8] == "0.100"  # sync per epoch: 0.2 s over 2 epochs
+    assert lines["DistDGL on distdgl_metis"][2] == "2"  # seeds
+    assert (tmp_path / "curves.png").stat().st_size > 0

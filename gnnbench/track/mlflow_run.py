@@ -68,6 +68,11 @@ HEADLINE_METRICS = (
 ARTIFACTS = ("partition_flamegraph.html", "gnn_ready_flamegraph.html")
 
 
+def job_params(config: Mapping[str, Any]) -> dict[str, Any]:
+    """A job's parameters as its run logs them: the flattened config, where it logs aside."""
+    return {key: value for key, value in flatten(config).items() if not key.startswith("tracking.")}
+
+
 def flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     """Nested config -> {"a.b": value}; lists are kept as their JSON text."""
     flat: dict[str, Any] = {}
@@ -242,8 +247,7 @@ def _run(
     status = "FAILED"
     try:
         logger = RunLogger(mlflow, active.info.run_id)
-        params = {k: v for k, v in flatten(config).items() if not k.startswith("tracking.")}
-        mlflow.log_params(params)
+        mlflow.log_params(job_params(config))
         logger.log_text("config.yaml", resolved_yaml)
         try:
             yield logger
@@ -266,12 +270,14 @@ def record_unstarted_failure(
     other failure. Returns the run id."""
     from mlflow.entities import Param
 
+    from gnnbench.track.machine import machine_tags
     from gnnbench.track.spec import TrackingSpec
     from gnnbench.track.store import open_experiment, process_tags
 
     tracking = TrackingSpec.from_config(config["tracking"])
     client, experiment_id = open_experiment(tracking.uri, tracking.experiment)
-    run_tags = {**tags, **process_tags(), "error_type": type(exc).__name__, "error": one_line(exc)}
+    run_tags = {**tags, **process_tags(), **machine_tags(), "error_type": type(exc).__name__,
+                "error": one_line(exc)}  # fmt: skip
     if tracking.sweep is not None:
         run_tags.update(
             {
@@ -280,11 +286,7 @@ def record_unstarted_failure(
             }
         )
     run = client.create_run(experiment_id, run_name=name, tags=run_tags)
-    params = [
-        Param(key, str(value)[:6000])  # MLflow's limit for a parameter's value
-        for key, value in flatten(config).items()
-        if not key.startswith("tracking.")
-    ]
+    params = [Param(key, str(value)[:6000]) for key, value in job_params(config).items()]
     client.log_batch(run.info.run_id, params=params)
     client.log_text(run.info.run_id, error_log(exc), "error.log")
     client.set_terminated(run.info.run_id, "FAILED")

@@ -17,6 +17,7 @@ import sys
 import tempfile
 import time
 import traceback
+from collections.abc import Callable
 from multiprocessing.connection import wait
 from pathlib import Path
 from typing import Any
@@ -171,8 +172,21 @@ def _log_like_parent(level: int) -> None:
     logger.setLevel(level)
 
 
+def train_rank(job: Job, rank: int, world_size: int, device: torch.device, payload: Any) -> dict:
+    """gnnbench's own rank: a Worker of the job's training mode (payload unused)."""
+    return Worker(job, rank, world_size, device).run()
+
+
 def _spawned_worker(
-    rank: int, world_size: int, job: Job, port: int, scratch: Path, parent_pid: int, log_level: int
+    rank: int,
+    world_size: int,
+    job: Job,
+    port: int,
+    scratch: Path,
+    parent_pid: int,
+    log_level: int,
+    rank_main: Callable[[Job, int, int, torch.device, Any], dict],
+    payload: Any,
 ) -> None:
     """Entry point of one spawned rank: result (rank 0) or error goes to a file in `scratch`.
 
@@ -199,7 +213,7 @@ def _spawned_worker(
             rank=rank,
             world_size=world_size,
         )
-        result = Worker(job, rank, world_size, device).run()
+        result = rank_main(job, rank, world_size, device, payload)
         dist.barrier()  # no rank tears its connections down while another still uses them
         dist.destroy_process_group()
         if rank == 0:
@@ -260,8 +274,16 @@ def _stop(processes: list) -> None:
             process.join()
 
 
-def spawn_workers(job: Job, num_workers: int) -> dict:
-    """Run `num_workers` ranks as spawned processes on this machine; rank 0's summary."""
+def spawn_workers(
+    job: Job,
+    num_workers: int,
+    rank_main: Callable[[Job, int, int, torch.device, Any], dict] = train_rank,
+    payload: Any = None,
+) -> dict:
+    """Run `num_workers` ranks as spawned processes on this machine; rank 0's summary. Each rank
+    runs `rank_main(job, rank, world_size, device, payload)` in the process group (a module-level
+    function: it is pickled; a baseline's rank passes its own, with the data it shares as
+    `payload`: torch tensors in it reach the ranks through shared memory, not copies)."""
     context = mp.get_context("spawn")
     port = _free_port()
     log_level = logging.getLogger("gnnbench").getEffectiveLevel()
@@ -270,7 +292,17 @@ def spawn_workers(job: Job, num_workers: int) -> dict:
         processes = [
             context.Process(
                 target=_spawned_worker,
-                args=(rank, num_workers, job, port, scratch, os.getpid(), log_level),
+                args=(
+                    rank,
+                    num_workers,
+                    job,
+                    port,
+                    scratch,
+                    os.getpid(),
+                    log_level,
+                    rank_main,
+                    payload,
+                ),  # fmt: skip
                 daemon=False,  # a rank may start sampler processes; _stop ends it on any exit
             )
             for rank in range(num_workers)

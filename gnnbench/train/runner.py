@@ -51,15 +51,15 @@ def _check_model(spec: TrainSpec, in_dim: int, out_dim: int) -> None:
 
 
 def _check_workers(num_workers: int, p: int | None) -> None:
-    if p is not None and num_workers > p:
-        raise ConfigError(f"num_gpus={num_workers} is larger than p={p}")
+    from gnnbench.train.modes import check_workers
+
+    check_workers(num_workers, p)
 
 
 def check_training_config(*, spec: TrainSpec, p: int | None) -> None:
     """Check the spec against the model and p (None: p=auto) without any data, so a sweep fails
     before partitioning."""
     _check_model(spec, 1, 1)
-    _check_workers(spec.num_workers, p if trains_on_partitions(spec.mode) else None)
     TRAINING_MODES.get(spec.mode).check(spec, p)
 
 

@@ -34,7 +34,10 @@ class TrainingMode:
 
     @classmethod
     def check(cls, spec: TrainSpec, p: int | None) -> None:
-        """Refuse, in one line, a config this mode cannot train (before any data is prepared)."""
+        """Refuse, in one line, a config this mode cannot train (before any data is prepared;
+        p is None while p=auto has not chosen): one worker per partition at most."""
+        if cls.partitioned:
+            check_workers(spec.num_workers, p)
 
     @classmethod
     def train_outside(cls, job: Job) -> dict | None:
@@ -50,6 +53,14 @@ class TrainingMode:
 
     def train_round(self, start: int, length: int, record: EpochRecord) -> None:
         raise NotImplementedError
+
+
+def check_workers(num_workers: int, p: int | None) -> None:
+    """gnnbench's workers each train whole partitions: never more workers than partitions."""
+    from gnnbench.errors import ConfigError
+
+    if p is not None and num_workers > p:
+        raise ConfigError(f"num_gpus={num_workers} is larger than p={p}")
 
 
 TRAINING_MODES: Registry[type[TrainingMode]] = Registry(

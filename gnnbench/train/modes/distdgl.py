@@ -37,49 +37,43 @@ from gnnbench import lifecycle
 from gnnbench.atomic import remove_stale_in, temporary_name
 from gnnbench.errors import ConfigError, GnnbenchError
 from gnnbench.paths import gnnbench_home
-from gnnbench.torchrun import under_torchrun
 from gnnbench.train import metrics
-from gnnbench.train.baselines import distdgl_train
-from gnnbench.train.modes import TRAINING_MODES, TrainingMode
+from gnnbench.train.baselines import BaselineMode, summary
+from gnnbench.train.modes import TRAINING_MODES
 from gnnbench.train.spec import Job, TrainSpec
 
 log = logging.getLogger(__name__)
 NAME = "distdgl"
+DRIVER = Path(__file__).resolve().parents[1] / "baselines" / "distdgl_train.py"  # DGL's env runs it
 SHM_SIZE = "50%"  # each partition's private /dev/shm, a tmpfs (pages are used as written)
 
 
 @TRAINING_MODES.register(NAME)
-class DistDGL(TrainingMode):
+class DistDGL(BaselineMode):
     ignored_axes = ("sync_interval",)  # DDP averages gradients every step
+    RECIPE = {"model.name": "sage", "train.strategy": "minibatch", "train.batching": "random",
+              "train.sampler_workers": 0, "train.batches_per_epoch": 0}  # fmt: skip
 
     @classmethod
     def check(cls, spec: TrainSpec, p: int | None) -> None:
-        """DistDGL's recipe: GraphSAGE, sampled mini-batches in random order, trainers in this
-        process's place; num_gpus a multiple of p (each partition's machine runs num_gpus / p)."""
-        fixed = {"model.name": (spec.model.name, "sage"), "train.strategy": (spec.strategy, "minibatch"),
-                 "train.batching": (spec.batching, "random"), "train.sampler_workers": (spec.sampler_workers, 0),
-                 "train.batches_per_epoch": (spec.batches_per_epoch, 0)}  # fmt: skip
-        for key, (value, expected) in fixed.items():
-            if value != expected:
-                raise ConfigError(
-                    f"train={NAME}: {key} must be {expected} (DistDGL's recipe), got {value!r}"
-                )
+        """DistDGL's recipe, its environment set up, and num_gpus a multiple of p (each
+        partition's machine runs num_gpus / p trainers)."""
+        super().check(spec, p)
         if p is not None and spec.num_workers % p:
             raise ConfigError(f"train={NAME}: num_gpus={spec.num_workers} must be a multiple of p={p} "
                               "(one graph server and num_gpus / p trainers per partition)")  # fmt: skip
-        if under_torchrun():
-            raise ConfigError(f"train={NAME}: runs on one host; start it without torchrun")
         from gnnbench.setup.baseline_envs import distdgl_python
 
         distdgl_python(f"train={NAME}")  # set up, or one line naming the setup command
 
     @classmethod
     def train_outside(cls, job: Job) -> dict:
+        from gnnbench.partition.book import PartitionBook
         from gnnbench.setup.baseline_envs import distdgl_python
 
+        job = cls.on_cpu(job)
+        cls.check(job.spec, PartitionBook(job.book_path).p)  # p=auto has chosen now
         python = distdgl_python(f"train={NAME}")
-        if job.multilabel:
-            raise ConfigError(f"train={NAME}: multi-label datasets are not supported")
         folder = gnnbench_home() / "baselines"
         remove_stale_in(folder)  # a killed job's partitions and logs
         scratch = temporary_name(folder / NAME)
@@ -109,7 +103,7 @@ def _train(python: Path, job: Job, scratch: Path) -> dict:
 
 
 def _run_convert(python: Path, job: Job, p: int, scratch: Path) -> None:
-    command = [str(python), distdgl_train.__file__, "convert", "--store", str(job.store_path),
+    command = [str(python), str(DRIVER), "convert", "--store", str(job.store_path),
                "--owner", str(job.book_path / "owner.npy"), "--parts", str(p), "--out", str(scratch)]  # fmt: skip
     completed = subprocess.run(command, capture_output=True, text=True, env=_environment(),
                                preexec_fn=lifecycle.tied_to_parent())  # fmt: skip
@@ -140,7 +134,7 @@ def _job_file(job: Job, p: int, scratch: Path) -> Path:
     payload = {
         "parts": p, "num_trainers": spec.num_workers, "out": str(scratch),
         "part_config": str(scratch / "dgl" / "graph.json"), "ip_config": str(ip_config),
-        "master_port": master_port, "threads": max(1, (os.cpu_count() or 1) // processes),
+        "master_port": master_port, "threads": max(1, len(os.sched_getaffinity(0)) // processes),
         "seed": spec.seed, "epochs": spec.epochs, "eval_every": spec.eval_every,
         "batch_size": spec.batch_size, "eval_batch_size": spec.eval_batch_size,
         "fanouts": list(spec.fanouts), "lr": spec.lr, "weight_decay": spec.weight_decay,
@@ -169,18 +163,18 @@ def _run_machines(python: Path, p: int, job_file: Path, scratch: Path, timeout_s
     machines = []
     try:
         for part in range(p):
-            command = [str(python), distdgl_train.__file__, "machine", "--part", str(part),
+            command = [str(python), str(DRIVER), "machine", "--part", str(part),
                        "--job", str(job_file)]  # fmt: skip
-            logfile = open(scratch / f"machine-{part}.log", "w")  # noqa: SIM115 (closed with it)
-            machines.append((subprocess.Popen(
-                _namespace_command(command), stdout=logfile, stderr=subprocess.STDOUT,
-                env=_environment(), start_new_session=True, preexec_fn=lifecycle.tied_to_parent(),
-            ), logfile))  # fmt: skip
+            with open(scratch / f"machine-{part}.log", "w") as logfile:  # the child keeps its own
+                machines.append(subprocess.Popen(
+                    _namespace_command(command), stdout=logfile, stderr=subprocess.STDOUT,
+                    env=_environment(), start_new_session=True,
+                    preexec_fn=lifecycle.tied_to_parent(),
+                ))  # fmt: skip
         _wait(machines, scratch, timeout_s)
     finally:
-        for process, logfile in machines:
+        for process in machines:
             _kill_session(process)
-            logfile.close()
 
 
 def _wait(machines: list, scratch: Path, timeout_s: float) -> None:
@@ -188,7 +182,7 @@ def _wait(machines: list, scratch: Path, timeout_s: float) -> None:
     any log) for timeout_s, is one line naming the partition and its last log line."""
     last_change, sizes = time.monotonic(), None
     while True:
-        codes = [process.poll() for process, _ in machines]
+        codes = [process.poll() for process in machines]
         for part, code in enumerate(codes):
             if code not in (None, 0):
                 log_text = (scratch / f"machine-{part}.log").read_text(errors="replace")
@@ -223,35 +217,21 @@ def _last_line(text: str) -> str:
 
 
 def _summary(job: Job, p: int, scratch: Path, prepare_s: float) -> dict:
-    """The run's figures from every trainer's and server's JSON: times of the slowest trainer,
-    losses summed, the best validation epoch's F1."""
+    """The run's figures from every trainer's and server's JSON (baselines.summary)."""
     trainers = [json.loads(path.read_text()) for path in sorted(scratch.glob("trainer-*.json"))]
     servers = [json.loads(path.read_text()) for path in sorted(scratch.glob("server-*.json"))]
     if len(trainers) != job.spec.num_workers or len(servers) != p:
         raise GnnbenchError(f"train={NAME}: {len(trainers)} trainer and {len(servers)} server "
                             "results, expected every process's")  # fmt: skip
-
-    def slowest(key: str) -> float:
-        return float(np.max([t[key] for t in trainers], axis=0).mean())
-
     total_train = sum(t["train_nodes"] for t in trainers)
     losses = np.sum([t["train_loss"] for t in trainers], axis=0) / max(total_train, 1)
-    evaluations = {int(epoch): scores for epoch, scores in trainers[0]["evaluations"].items()}
-    best = max(evaluations, key=lambda epoch: (evaluations[epoch]["val"][0], -epoch))
-    peaks = [t["peak_rss_mb"] for t in trainers] + [s["peak_rss_mb"] for s in servers]
-    history = [{"epoch": e + 1, "train_loss": float(loss),
-                "val_f1_micro": evaluations[e + 1]["val"][0] if e + 1 in evaluations else None}
-               for e, loss in enumerate(losses)]  # fmt: skip
-    return {
-        "epoch_time_s": slowest("epoch_time_s"), "compute_time_s": slowest("compute_time_s"),
-        "batch_wait_s": slowest("batch_wait_s"), "sync_time_s": None, "sync_wait_s": None,
-        "sync_count": float(max(-(-t["train_nodes"] // job.spec.batch_size) for t in trainers)),
-        "train_nodes_per_epoch": float(total_train), "computation_cost": None,
-        "gpu_peak_mb": None, "train_peak_rss_mb": max(peaks), "train_rss_sum_mb": sum(peaks),
-        "eval_peak_rss_mb": None, "load_time_s": None, "prepare_time_s": prepare_s,
-        "eval_time_s": float(np.max([t["eval_time_s"] for t in trainers], axis=0).mean()),
-        "val_f1_micro": evaluations[best]["val"][0], "test_f1_micro": evaluations[best]["test"][0],
-        "test_f1_macro": evaluations[best]["test"][1], "best_epoch": best,
-        "num_epochs": job.spec.epochs, "world_size": job.spec.num_workers, "device": "cpu",
-        "history": history,
-    }  # fmt: skip
+    names = ("epoch_time_s", "compute_time_s", "batch_wait_s")
+    return summary(
+        {name: [t[name] for t in trainers] for name in names}, losses,
+        {int(epoch): scores for epoch, scores in trainers[0]["evaluations"].items()},
+        [t["peak_rss_mb"] for t in trainers] + [s["peak_rss_mb"] for s in servers],
+        [t["eval_time_s"] for t in trainers],
+        sync_count=float(max(-(-t["train_nodes"] // job.spec.batch_size) for t in trainers)),
+        train_nodes_per_epoch=float(total_train), prepare_time_s=prepare_s,
+        world_size=job.spec.num_workers, device="cpu",
+    )  # fmt: skip
