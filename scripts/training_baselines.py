@@ -4,8 +4,9 @@
     python scripts/training_baselines.py --tracking-uri URI   # export a store's runs, the doc
     python scripts/training_baselines.py                  # the doc from the committed CSV alone
 
-`experiment=training_baselines` (gnnbench/conf/experiment/training_baselines.yaml): gnnbench's
-model_avg and grad_avg, DistDGL's own training and PyG's two recipes, p = num_gpus = 2. It needs
+`experiment=training_baselines_{gnnbench,distdgl,pyg}` (gnnbench/conf/experiment/), three sweeps
+into one MLflow experiment: gnnbench's model_avg and grad_avg on SPRING and quotient_multilevel,
+DistDGL on its METIS and on SPRING, PyG's two recipes; p = num_gpus = 2. It needs
 `make setup-baselines` (DistDGL's environment and torch-sparse). `--run` resumes: finished jobs are
 skipped, so a partial sweep can be continued; extra overrides after `--` narrow it
 (`-- dataset=cora,amazon_cs seed=0`).
@@ -28,7 +29,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.run:
         args.tracking_uri = args.tracking_uri or f"sqlite:///{REPO_ROOT / 'mlflow.db'}"
-        sweep(training_baselines.EXPERIMENT, tracking_uri=args.tracking_uri, may_fail=True,
+        sweep(*training_baselines.CONFIGS, tracking_uri=args.tracking_uri, may_fail=True,
               overrides=args.overrides)  # fmt: skip
     if args.tracking_uri:
         frame = training_baselines.export(args.tracking_uri)
