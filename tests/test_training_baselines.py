@@ -95,6 +95,41 @@ def test_distdgl_job_sigtermed_mid_epoch_leaves_nothing(tmp_path, gnnbench_home,
     assert_nothing_left(gnnbench_home, shm_before)
 
 
+def trainer_pids() -> list[int]:
+    pids = []
+    for entry in Path("/proc").iterdir():
+        try:
+            command = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if any(part.endswith(b"distdgl_train.py") for part in command) and b"trainer" in command:
+            pids.append(int(entry.name))
+    return pids
+
+
+@requires_dataset(CORA)
+@pytest.mark.distributed
+@pytest.mark.fault("baseline: a DistDGL trainer killed mid-run")
+def test_distdgl_trainer_killed_fails_the_job_in_one_line(tmp_path, gnnbench_home, distdgl_ready):  # noqa: F811
+    """SIGKILL of one trainer: the job ends FAILED in one line naming the partition, and its
+    server, the other trainer and their /dev/shm are gone."""
+    shm_before = shared_memory()
+    process = start(tmp_path, *DISTDGL_JOB, "train.epochs=200", stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 240
+    while not trainer_pids() and time.monotonic() < deadline:
+        assert process.poll() is None, process.stderr.read()[-3000:]
+        time.sleep(0.5)
+    time.sleep(8)  # into the epochs
+    os.kill(trainer_pids()[0], signal.SIGKILL)
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 2, stderr[-3000:]
+    line = stderr.strip().splitlines()[-1]
+    assert line.startswith("gnnbench: error: train=distdgl: partition ") and "failed" in line
+    _, found = runs(tmp_path)
+    assert [run.info.status for run in found] == ["FAILED"]
+    assert_nothing_left(gnnbench_home, shm_before)
+
+
 @pytest.mark.fault("baseline: train=distdgl without the DistDGL environment")
 def test_distdgl_without_its_environment_is_one_line(tmp_path, gnnbench_home):
     """The job exits 2 with one line naming train=distdgl and the setup command."""

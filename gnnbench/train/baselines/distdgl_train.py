@@ -25,8 +25,10 @@ the wait for each batch (DGL's sampling and remote feature fetches) apart. Evalu
 neighbour of each trainer's share of the validation and test nodes. Each process writes
 `<role>-<part>-<rank>.json` (its figures and its resident peak) into the job's folder.
 
-This file imports only the standard library, numpy, torch and dgl; gnnbench's F1 rule is loaded
-from the file named in job.json (gnnbench/train/metrics.py, which imports only torch).
+This file imports only the standard library, numpy, torch and dgl; what it shares with gnnbench is
+loaded from gnnbench's files themselves: the DGLGraph of a store (gnnbench/partition/
+distdgl_driver.py, as distdgl_metis builds it) and the F1 rule (gnnbench/train/metrics.py, named
+in job.json; it imports only torch).
 """
 
 from __future__ import annotations
@@ -65,28 +67,12 @@ def _peak_rss_mb() -> float:
 # --- convert -------------------------------------------------------------------------------------
 
 
-def load_graph(store: Path):
-    """The GraphStore as a DGLGraph: both edge directions, features, labels, split masks."""
-    import dgl
-    import torch
-
-    meta = _read_json(store / "meta.json")
-    num_nodes = int(meta["num_nodes"])
-    id_dtype = np.dtype(meta["id_dtype"]).newbyteorder("<")
-    edges = np.fromfile(store / "edges.bin", dtype=id_dtype).reshape(-1, 2)
-    src = torch.from_numpy(np.concatenate([edges[:, 0], edges[:, 1]]).astype(np.int64))
-    dst = torch.from_numpy(np.concatenate([edges[:, 1], edges[:, 0]]).astype(np.int64))
-    del edges
-    graph = dgl.graph((src, dst), num_nodes=num_nodes)
-    del src, dst
-    graph.ndata["feat"] = torch.from_numpy(np.load(store / "feat.npy").astype(np.float32))
-    graph.ndata["label"] = torch.from_numpy(np.load(store / "label.npy").astype(np.int64))
-    with np.load(store / "split.npz") as split:
-        for name in ("train", "val", "test"):
-            mask = torch.zeros(num_nodes, dtype=torch.bool)
-            mask[torch.from_numpy(split[name].astype(np.int64))] = True
-            graph.ndata[f"{name}_mask"] = mask
-    return graph
+def _module(name: str, path: Path):
+    """A gnnbench file loaded on its own (this environment has no gnnbench to import)."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def convert(store: Path, owner_path: Path, parts: int, out: Path) -> None:
@@ -96,7 +82,11 @@ def convert(store: Path, owner_path: Path, parts: int, out: Path) -> None:
 
     started = time.perf_counter()
     owner = torch.from_numpy(np.load(owner_path).astype(np.int64))
-    graph = load_graph(store)
+    # the DGLGraph with features, labels and split masks, as distdgl_metis builds it
+    driver = _module(
+        "distdgl_driver", Path(__file__).parents[2] / "partition" / "distdgl_driver.py"
+    )
+    graph = driver.load_graph(store, features=True)
     if len(owner) != graph.num_nodes():
         raise ValueError(f"{owner_path}: {len(owner)} owners for {graph.num_nodes()} nodes")
 
@@ -182,13 +172,6 @@ def server(part: int, job_path: Path) -> None:
 # --- a trainer -----------------------------------------------------------------------------------
 
 
-def _metrics(path: str):
-    spec = importlib.util.spec_from_file_location("gnnbench_metrics", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def build_model(in_dim: int, job: dict):
     import dgl.nn as dglnn
     import torch
@@ -240,7 +223,7 @@ def trainer(part: int, rank: int, job_path: Path) -> None:
     loader = dgl.dataloading.DistNodeDataLoader(
         graph, seeds["train"], sampler, batch_size=job["batch_size"], shuffle=True, drop_last=False
     )
-    metrics = _metrics(job["metrics_py"])
+    metrics = _module("gnnbench_metrics", job["metrics_py"])
     figures = {key: [] for key in ("epoch_time_s", "compute_time_s", "batch_wait_s", "train_loss")}
     evaluations, eval_times = {}, []
     for epoch in range(1, job["epochs"] + 1):
@@ -274,8 +257,8 @@ def _train_epoch(model, optimizer, loader, graph) -> tuple[float, float, float, 
                 input_nodes, seeds, blocks = next(batches)
             except StopIteration:
                 break
-            x = graph.ndata["feat"][input_nodes]
-            y = graph.ndata["label"][seeds]
+            x = graph.ndata["feat"][input_nodes].float()  # a float16 store's rows too
+            y = graph.ndata["label"][seeds].long()
             ready = time.perf_counter()
             wait += ready - fetch
             loss = F.cross_entropy(model(blocks, x), y)
@@ -308,8 +291,8 @@ def _evaluate(model, graph, seeds: dict, job: dict, metrics) -> dict:
         counts = torch.zeros(3, job["num_classes"], dtype=torch.int64)
         with torch.no_grad():
             for input_nodes, nodes, blocks in loader:
-                predicted = model(blocks, graph.ndata["feat"][input_nodes]).argmax(1)
-                target = graph.ndata["label"][nodes]
+                predicted = model(blocks, graph.ndata["feat"][input_nodes].float()).argmax(1)
+                target = graph.ndata["label"][nodes].long()
                 counts += metrics.confusion_counts(predicted, target, job["num_classes"])
                 print("evaluating", flush=True)  # alive, for gnnbench's no-progress watchdog
         dist.all_reduce(counts)
