@@ -55,7 +55,9 @@ def _sweep_tags(job: JobSpec, keys: list[str]) -> dict[str, str]:
     tags = _identity_tags(keys)
     if job.tracking.sweep is not None:
         tags["sweep_id"] = job.tracking.sweep.sweep_id
-    chosen = HydraConfig.get().runtime.choices.get("partitioner")
+    chosen = (
+        HydraConfig.get().runtime.choices.get("partitioner") if HydraConfig.initialized() else None
+    )
     if chosen and chosen != job.partition.name:  # a preset (quotient_best runs quotient)
         tags[PRESET_TAG] = chosen
     return tags
@@ -132,7 +134,7 @@ def _job(cfg) -> dict | None:
         if _nothing_to_do(job, keys, multirun):
             return None
         result = run(config, OmegaConf.to_yaml(cfg, resolve=True), _sweep_tags(job, keys), job=job)
-        if not multirun:
+        if not multirun and isinstance(result, dict):
             _print_where_to_look(job, result["run_id"])
         return result
     except GnnbenchError as exc:
