@@ -133,7 +133,7 @@ def test_sweep_visible_in_mlflow_ui(tmp_path, gnnbench_home, store):
             )
             parent_link = visible(run_link(parent.info.run_id), "parent run row")
             assert parent_link.text == parent.info.run_name
-            assert parent.info.run_name.startswith("sweep-")
+            assert parent.info.run_name == "sweep partitioner=spring,hash p=2,4"  # what it sweeps
 
             # The children are nested under the parent row, collapsed: click its expand button.
             first_child = next(iter(children))
