@@ -137,9 +137,8 @@ def plot_curves(frame: pd.DataFrame, path: Path | None = None, graphs: int = 2) 
     import matplotlib.pyplot as plt
 
     frame = frame.assign(system=frame.apply(system, axis=1))
-    chosen = (
-        frame.groupby("dataset")["system"].nunique().sort_values(ascending=False).index[:graphs]
-    )
+    counts = frame.groupby("dataset")["system"].nunique()  # most systems first, then by name
+    chosen = sorted(counts.index, key=lambda name: (-counts[name], name))[:graphs]
     figure, axes = plt.subplots(1, len(chosen), figsize=(6 * len(chosen), 4), squeeze=False)
     for axis, dataset in zip(axes[0], sorted(chosen), strict=True):
         for label, rows in frame[frame["dataset"] == dataset].groupby("system"):
