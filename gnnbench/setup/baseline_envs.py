@@ -212,6 +212,14 @@ def distdgl_python(user: str = "partitioner=distdgl_metis") -> Path:
     return env / "bin" / "python"
 
 
+def distdgl_environment() -> dict[str, str]:
+    """The environment DGL's interpreter runs in: this one, less what would leak gnnbench's own
+    packages into it."""
+    env = dict(os.environ, DGLBACKEND="pytorch", PYTHONNOUSERSITE="1")
+    env.pop("PYTHONPATH", None)
+    return env
+
+
 def setup_distdgl() -> None:
     env = distdgl_env()
     if (env / ".complete").is_file():

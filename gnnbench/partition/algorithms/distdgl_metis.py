@@ -13,7 +13,6 @@ same GNN-ready step and metrics as every other partitioner.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import tempfile
 from pathlib import Path
@@ -29,7 +28,7 @@ from gnnbench.partition.memory_limit import (
     is_out_of_memory,
     out_of_memory,
 )
-from gnnbench.setup.baseline_envs import distdgl_python
+from gnnbench.setup.baseline_envs import distdgl_environment, distdgl_python
 
 # Bump when this module's output changes: part of every partition book's cache key.
 VERSION = "2"  # 2: structure-only partition_* and partition_with_features_* (one meter)
@@ -87,8 +86,7 @@ def _drive(python: Path, store: GraphStore, p: int, seed: int, features: bool):
         command = [str(python), distdgl_driver.__file__, "--store", str(store.path),
                    "--parts", str(p), "--seed", str(seed), "--out", scratch,
                    *(["--features"] if features else [])]  # fmt: skip
-        env = dict(os.environ, DGLBACKEND="pytorch", PYTHONNOUSERSITE="1")
-        env.pop("PYTHONPATH", None)  # gnnbench's environment must not leak into DGL's
+        env = distdgl_environment()
         oom_kills = lifecycle.oom_kill_count()
         completed = subprocess.run(
             command, capture_output=True, text=True, env=env,

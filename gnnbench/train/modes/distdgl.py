@@ -37,6 +37,7 @@ from gnnbench import lifecycle
 from gnnbench.atomic import remove_stale_in, temporary_name
 from gnnbench.errors import ConfigError, GnnbenchError
 from gnnbench.paths import gnnbench_home
+from gnnbench.setup.baseline_envs import distdgl_environment
 from gnnbench.train import metrics
 from gnnbench.train.baselines import BaselineMode, summary
 from gnnbench.train.modes import TRAINING_MODES
@@ -72,28 +73,20 @@ class DistDGL(BaselineMode):
         from gnnbench.setup.baseline_envs import distdgl_python
 
         job = cls.on_cpu(job)
-        cls.check(job.spec, PartitionBook(job.book_path).p)  # p=auto has chosen now
+        p = PartitionBook(job.book_path).p
+        cls.check(job.spec, p)  # p=auto has chosen now
         python = distdgl_python(f"train={NAME}")
         folder = gnnbench_home() / "baselines"
         remove_stale_in(folder)  # a killed job's partitions and logs
         scratch = temporary_name(folder / NAME)
         scratch.mkdir(parents=True)
         try:
-            return _train(python, job, scratch)
+            return _train(python, job, p, scratch)
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _environment() -> dict[str, str]:
-    env = dict(os.environ, DGLBACKEND="pytorch", PYTHONNOUSERSITE="1")
-    env.pop("PYTHONPATH", None)  # gnnbench's environment must not leak into DGL's
-    return env
-
-
-def _train(python: Path, job: Job, scratch: Path) -> dict:
-    from gnnbench.partition.book import PartitionBook
-
-    p = PartitionBook(job.book_path).p
+def _train(python: Path, job: Job, p: int, scratch: Path) -> dict:
     started = time.perf_counter()
     _run_convert(python, job, p, scratch)
     prepare_s = time.perf_counter() - started
@@ -105,7 +98,7 @@ def _train(python: Path, job: Job, scratch: Path) -> dict:
 def _run_convert(python: Path, job: Job, p: int, scratch: Path) -> None:
     command = [str(python), str(DRIVER), "convert", "--store", str(job.store_path),
                "--owner", str(job.book_path / "owner.npy"), "--parts", str(p), "--out", str(scratch)]  # fmt: skip
-    completed = subprocess.run(command, capture_output=True, text=True, env=_environment(),
+    completed = subprocess.run(command, capture_output=True, text=True, env=distdgl_environment(),
                                preexec_fn=lifecycle.tied_to_parent())  # fmt: skip
     if completed.returncode != 0:
         raise GnnbenchError(f"train={NAME}: converting the book to DistDGL's format failed: "
@@ -168,7 +161,7 @@ def _run_machines(python: Path, p: int, job_file: Path, scratch: Path, timeout_s
             with open(scratch / f"machine-{part}.log", "w") as logfile:  # the child keeps its own
                 machines.append(subprocess.Popen(
                     _namespace_command(command), stdout=logfile, stderr=subprocess.STDOUT,
-                    env=_environment(), start_new_session=True,
+                    env=distdgl_environment(), start_new_session=True,
                     preexec_fn=lifecycle.tied_to_parent(),
                 ))  # fmt: skip
         _wait(machines, scratch, timeout_s)
