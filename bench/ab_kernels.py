@@ -174,7 +174,8 @@ def sampler_kernel(store) -> Callable[[], object]:
 def build_kernels(
     store, names: Iterable[str], cleanup: contextlib.ExitStack
 ) -> dict[str, Callable[[], object]]:
-    """The runnable kernels among `names` in this tree (a partitioner it lacks is left out)."""
+    """The runnable kernels among `names` in this tree (a partitioner it lacks, or one that runs
+    in another interpreter, is left out)."""
     from gnnbench.partition.base import PARTITIONERS
 
     special = {"gnn_ready": gnn_ready_kernel, "sampler": sampler_kernel}
@@ -185,6 +186,13 @@ def build_kernels(
         elif name.startswith(REFINE_PREFIX):
             kernels[name] = refine_kernel(store, name.removeprefix(REFINE_PREFIX), cleanup)
         elif name in PARTITIONERS.names():
+            if getattr(PARTITIONERS.get(name), "warm_up", True) is False:
+                # an out-of-process baseline (distdgl_metis): its work runs in the baseline's own
+                # interpreter, the same on both sides, and this process's CPU clock cannot see it
+                print(
+                    f"ab_kernels: {name} not timed: it runs outside this process", file=sys.stderr
+                )
+                continue
             kernels[name] = partitioner_kernel(store, name)
     return kernels
 

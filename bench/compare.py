@@ -300,7 +300,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     print(table(verdicts))
     if missing:
-        print(f"not compared (absent on one side): {', '.join(missing)}")
+        print(f"not compared (absent or not timed on one side): {', '.join(missing)}")
     regressed = [v.kernel for v in verdicts if v.regressed]
     if regressed:
         print(f"bench-compare: REGRESSED: {', '.join(regressed)}", file=sys.stderr)

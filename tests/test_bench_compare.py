@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 import shutil
 from pathlib import Path
@@ -9,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench.ab_kernels import DEFAULT_KERNELS, kernels_for
+from bench.ab_kernels import DEFAULT_KERNELS, build_kernels, kernels_for
 from bench.compare import (
     ROUNDS,
     THRESHOLD,
@@ -73,6 +74,16 @@ def test_touched_files_select_their_kernels():
     assert kernels_for(["gnnbench/partition/algorithms/__init__.py"]) == list(DEFAULT_KERNELS)
     shared = kernels_for(["gnnbench/partition/edge_partition.py"])
     assert {"dbh", "grid", "greedy", "twops"} <= set(shared)
+
+
+def test_an_out_of_process_baseline_is_selected_but_not_timed(capsys):
+    """distdgl_metis runs in DGL's interpreter: a change to its module selects it, and the kernel
+    process leaves it out with a line (its CPU is not this process's; CI's failure in stop 49
+    was this kernel looking for DGL's environment under the compare's private cache root)."""
+    assert kernels_for(["gnnbench/partition/algorithms/distdgl_metis.py"])[-1] == "distdgl_metis"
+    with contextlib.ExitStack() as cleanup:
+        assert build_kernels(None, ["distdgl_metis"], cleanup) == {}
+    assert "distdgl_metis not timed: it runs outside this process" in capsys.readouterr().err
 
 
 # --- planted regressions: HEAD's working tree against a copy of it with sleeps in three kernels ---
