@@ -11,6 +11,7 @@ jobs; 130 / 143 interrupted by SIGINT / SIGTERM (workers stopped, the run record
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 import sys
@@ -65,8 +66,9 @@ def _sweep_tags(job: JobSpec, keys: list[str]) -> dict[str, str]:
 
 def _identity_tags(keys: list[str]) -> dict[str, str]:
     from gnnbench.track.report.query import ALIASES_TAG
+    from gnnbench.track.tags import JOB, ROLE_TAG
 
-    return {"run_key": keys[0], ALIASES_TAG: ",".join(keys[1:]), "gnnbench.role": "job"}
+    return {"run_key": keys[0], ALIASES_TAG: ",".join(keys[1:]), ROLE_TAG: JOB}
 
 
 def _record_unstarted(config: dict, exc: BaseException) -> None:
@@ -224,24 +226,24 @@ def _finished_run(job: JobSpec, keys: list[str], rank: int | None) -> str | None
     return coordinator.share(lambda: (job.resume and _already_finished(job, keys)) or None)
 
 
+# `python -m gnnbench NAME ...`: commands beside the run and the sweep, each its module's main(argv)
+SUBCOMMANDS = {
+    "report": "gnnbench.track.report:main",  # a sweep's report, or an experiment's table
+    "server": "gnnbench.track.server:main",  # an MLflow tracking server on a store
+    "download": "gnnbench.data.download:main",  # public datasets ahead of their first use
+    "setup": "gnnbench.setup.baseline_envs:main",  # the in-memory METIS baselines' environments
+}
+
+
 def main() -> None:
     """Console entry point (`gnnbench` / `python -m gnnbench`)."""
     import hydra
 
     from gnnbench.track.sweep import ACTIVE, SETUP_ERRORS, UNRECORDED_FAILURES
 
-    if sys.argv[1:2] == ["report"]:  # `gnnbench report ...`: a sweep's report or a table
-        from gnnbench.track.report import main as report_main
-
-        sys.exit(report_main(sys.argv[2:]))
-    if sys.argv[1:2] == ["server"]:  # `gnnbench server [--store DIR]`: a tracking server
-        from gnnbench.track.server import main as server_main
-
-        sys.exit(server_main(sys.argv[2:]))
-    if sys.argv[1:2] == ["setup"]:  # `gnnbench setup pyg_metis|distdgl_metis|all`: baselines
-        from gnnbench.setup.baseline_envs import main as setup_main
-
-        sys.exit(setup_main(sys.argv[2:]))
+    if sys.argv[1:2] and sys.argv[1] in SUBCOMMANDS:  # `gnnbench report ...` and the others
+        module, function = SUBCOMMANDS[sys.argv[1]].split(":")
+        sys.exit(getattr(importlib.import_module(module), function)(sys.argv[2:]))
     pause_collector()  # until the job's modules are loaded (_load_job_modules)
     sys.argv[1:], verbose = take_verbose(sys.argv[1:])
     if not verbose:

@@ -34,6 +34,7 @@ usage:
   python -m gnnbench report [--sweep-id ID]      table, CSV and plots of a sweep (the latest)
   python -m gnnbench report --experiment NAME --out FILE   a whole experiment's table
   python -m gnnbench setup pyg_metis|distdgl_metis|all   set up the in-memory METIS baselines
+  python -m gnnbench download NAME|all           fetch public datasets now (else on first use)
   python -m gnnbench server [--store DIR] [--host H] [--port N]   an MLflow tracking server
 
 the sweep axes (any key can be swept; these are the usual ones) and what else a run takes:
@@ -58,7 +59,9 @@ examples:
 
 environment:
   GNNBENCH_HOME       cache root of prepared graphs and partition books (~/.cache/gnnbench)
-  GNNBENCH_RAW_DIR    root of raw dataset files, laid out like shared/datasets
+  GNNBENCH_RAW_DIR    root of raw dataset files, laid out like shared/datasets (public ones
+                      are downloaded there on first use; default $GNNBENCH_HOME/raw)
+  GNNBENCH_DOWNLOAD_BASE  http://host:port of a mirror: <base>/<origin host>/<origin path>
 
 options:
   -h, --help          this help;  --hydra-help  Hydra's own help;  --cfg job  the composed config

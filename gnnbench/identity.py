@@ -1,7 +1,8 @@
 """When two configs are the same computation: the one definition of job and book identity.
 
 - A job's **run key** (the MLflow tag `run_key`, what resume looks for): a digest of its resolved
-  config without the keys that say where things go (VOLATILE_KEYS), the axes its training mode
+  config without the keys that say where things go (VOLATILE_KEYS) or where an input's checksummed
+  bytes come from (ORIGIN_KEYS: `dataset.download`), the axes its training mode
   ignores (`TrainingMode.ignored_axes`) and the keys added later at their neutral value. Its
   **aliases** (`run_keys`, tag `run_key_aliases`) are the keys earlier versions gave the same job.
 - A partition **book's path**: a digest of the store's content, `book_identity` (what of the
@@ -40,6 +41,9 @@ if TYPE_CHECKING:
 
 # Top-level keys that say where things go, not what is computed: never in a run key or sweep id.
 VOLATILE_KEYS = ("tracking", "resume", "hydra")
+# Keys inside a section that say where an input's bytes come from (checksummed, so the same
+# bytes whatever the mirror): never in a run key, never logged as a parameter.
+ORIGIN_KEYS = ("dataset.download",)
 # What p=auto reads to choose p (num_gpus and the train group's memory budget): axes a mode
 # ignores still count while p is auto and the mode does not ignore p.
 P_AUTO_READS = ("num_gpus", "train")
@@ -155,6 +159,7 @@ def run_keys(config: Mapping[str, Any]) -> list[str]:
     `-m sync_interval=1,2 train=grad_avg` is one job run once and resumed once."""
     ignored = set(VOLATILE_KEYS) | set(ignored_axes(config))
     whole = {key: value for key, value in config.items() if key not in ignored}
+    whole = _without_keys(whole, [key for key in ORIGIN_KEYS if key in _dotted_keys(whole)])
     # a key a mode ignores inside a section (`partitioner.feature_rows`); jobs logged while it
     # still counted keep their keys as aliases
     inner = [key for key in ignored if "." in key and key in _dotted_keys(whole)]

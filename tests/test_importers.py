@@ -352,6 +352,19 @@ def test_pickled_npz_error_gives_a_working_conversion(gnnbench_home, tmp_path):
     np.testing.assert_allclose(store.features(), attributes.toarray().astype(np.float32))
 
 
+def test_python_objects_beside_the_graph_do_not_refuse_the_file(gnnbench_home, tmp_path):
+    """shchur/gnn-benchmark's npz files (what `dataset=amazon_cs` downloads) keep names beside
+    the CSR keys; only keys the import reads are refused for holding objects."""
+    adjacency = sp.random(20, 20, density=0.2, random_state=3, format="csr")
+    path = tmp_path / "named.npz"
+    names = np.array([f"node {i}" for i in range(20)], dtype=object)
+    np.savez(path, adj_data=adjacency.data, adj_indices=adjacency.indices,
+             adj_indptr=adjacency.indptr, adj_shape=adjacency.shape,
+             labels=np.arange(20) % 3, node_names=names)  # fmt: skip
+    store = prepare_dataset({"name": "named", "source": "npz", "path": str(path)})
+    assert store.num_nodes == 20 and store.num_classes == 3
+
+
 # --- 5. a missing dataset.path -------------------------------------------------------------------
 @pytest.mark.fault("config: dataset.path missing")
 def test_missing_path_says_it_is_required(gnnbench_home):

@@ -13,18 +13,24 @@ from pathlib import Path
 from typing import Any
 
 from gnnbench.data.builder import SPLIT_FRACTIONS, GraphStoreBuilder
+from gnnbench.data.download import fetch_missing, remote_files
 from gnnbench.data.import_checks import available_memory, gib
 from gnnbench.data.import_measure import measured_import
 from gnnbench.data.input_features import with_input_features
 from gnnbench.data.spec import DataSpec
 from gnnbench.data.store import FORMAT_VERSION, GraphStore
 from gnnbench.errors import ConfigError, DataError, OutOfMemory, first_line
+from gnnbench.identity import ORIGIN_KEYS
 from gnnbench.paths import gnnbench_home, raw_dir
 from gnnbench.registry import Registry
 
 SourceFn = Callable[[GraphStoreBuilder, Mapping[str, Any]], None]
 SOURCES: Registry[SourceFn] = Registry("dataset source", "gnnbench.data.sources", "dataset.source")
-IMPORT_ONLY_KEYS = ("import_memory_gb",)  # how the store is built, not what it holds
+# How the store is built or where its raw bytes came from, not what it holds.
+IMPORT_ONLY_KEYS = (
+    "import_memory_gb",
+    *(k.split(".")[1] for k in ORIGIN_KEYS if k.startswith("dataset.")),
+)
 # Keys whose value here builds what stores built before the key existed: left out of the cache key
 # at that value, so adding them to a config keeps its store.
 IMPORT_DEFAULTS = {
@@ -69,12 +75,22 @@ def dataset_key(dataset: Mapping[str, Any]) -> str:
             path = Path(str(identity[key])).expanduser()
             path = path if path.is_absolute() else raw_dir() / path
             if path.exists():
-                stat = path.stat()
                 stamp = "raw_file" if key == "path" else f"raw_file_{key}"
-                identity[stamp] = [stat.st_size, int(stat.st_mtime)]
+                identity[stamp] = _stamp(path, dataset)
     identity["format_version"] = FORMAT_VERSION  # a store of older code is prepared again
     payload = json.dumps(identity, sort_keys=True, default=str).encode()
     return hashlib.blake2b(payload, digest_size=6).hexdigest()
+
+
+def _stamp(path: Path, dataset: Mapping[str, Any]) -> list:
+    """[size, mtime] of a raw file; of a folder that downloaded files fill (planetoid/, shared by
+    cora and citeseer), those files' own, so another dataset's download into it changes nothing."""
+    files = [raw_dir() / f.to for f in remote_files(dataset)] if path.is_dir() else []
+    files = sorted(f for f in files if f.is_relative_to(path) and f.is_file())
+    if not files:
+        stat = path.stat()
+        return [stat.st_size, int(stat.st_mtime)]
+    return [[str(f.relative_to(path)), f.stat().st_size, int(f.stat().st_mtime)] for f in files]
 
 
 def import_memory_gb(dataset: Mapping[str, Any]) -> float:
@@ -101,6 +117,7 @@ def prepare_dataset(dataset: DataSpec | Mapping[str, Any]) -> GraphStore:
     spec = dataset if isinstance(dataset, DataSpec) else DataSpec.from_config(dataset)
     dataset = spec.to_config()
     source = SOURCES.get(spec.source)
+    fetch_missing(dataset)  # first use of a public dataset: before its raw file enters the key
     dest = store_path(dataset)
     if not (dest / "meta.json").is_file():
         try:

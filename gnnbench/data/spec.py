@@ -18,6 +18,7 @@ from gnnbench.spec_keys import ReadOnlyMap, check_keys, plain
 SHARED_KEYS = ("nonfinite", "import_memory_gb", "split_seed", "normalize_features")
 SHARED_KEYS += ("feature_dtype", "split_fractions")
 SHARED_KEYS += ("features",)
+SHARED_KEYS += ("download",)  # the public files to fetch on first use (data/download.py)
 
 
 def source_keys(source: str) -> tuple[str, ...]:
@@ -49,6 +50,9 @@ class DataSpec:
         from gnnbench.data.input_features import check_input_features
 
         check_input_features(config.get("features", "none"))
+        from gnnbench.data.download import remote_files
+
+        remote_files(config)  # a malformed download list fails here, before anything runs
         params = {key: value for key, value in config.items() if key not in ("name", "source")}
         return cls(name=str(config["name"]), source=source, params=ReadOnlyMap(params))
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gnnbench.atomic import disk_bytes
+from gnnbench.identity import ORIGIN_KEYS
 
 if TYPE_CHECKING:
     from gnnbench.spec import JobSpec
@@ -69,8 +70,13 @@ ARTIFACTS = ("partition_flamegraph.html", "gnn_ready_flamegraph.html")
 
 
 def job_params(config: Mapping[str, Any]) -> dict[str, Any]:
-    """A job's parameters as its run logs them: the flattened config, where it logs aside."""
-    return {key: value for key, value in flatten(config).items() if not key.startswith("tracking.")}
+    """A job's parameters as its run logs them: the flattened config, less where it logs and
+    where its inputs come from (identity.ORIGIN_KEYS)."""
+    return {
+        key: value
+        for key, value in flatten(config).items()
+        if not key.startswith("tracking.") and key not in ORIGIN_KEYS
+    }
 
 
 def flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:

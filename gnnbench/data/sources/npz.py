@@ -24,6 +24,9 @@ from gnnbench.data.sources._io import (
 from gnnbench.errors import DataError
 
 EXPECTED = "gnn-benchmark keys adj_*, attr_* or attr_matrix, labels"
+CSR_PARTS = ("data", "indices", "indptr", "shape")
+READ_KEYS = {f"{m}_{part}" for m in ("adj", "attr") for part in CSR_PARTS}
+READ_KEYS |= {"adj_matrix", "attr_matrix", "labels"}
 
 
 @SOURCES.register("npz")
@@ -53,7 +56,9 @@ import_npz.config_keys = ("path",)
 def refuse_pickled(npz: NpzArrays) -> None:
     """A file of pickled scipy matrices (the original gnn-benchmark release) is not unpickled:
     the error gives the one command that converts it, for a user who trusts the file."""
-    pickled = npz.pickled_keys()
+    # only the keys this source reads: names and descriptions beside them (shchur/gnn-benchmark's
+    # node_names, class_names) may be Python objects without making the graph unreadable
+    pickled = [key for key in npz.pickled_keys() if key in READ_KEYS]
     if not pickled:
         return
     adjacency = "adj_matrix" if "adj_matrix" in pickled else pickled[0]
