@@ -290,6 +290,24 @@ def test_sweep_keeps_a_job_resume_skipped(tmp_path, gnnbench_home):
     assert [row["run_id"] for row in rows if row["skipped"] == "True"] == [earlier]
     assert f"`{earlier}`" in report.read_text()
 
+    # in the UI, the reused job sits inside the sweep: a link child with its figures and a note
+    def runs_by_role(role):
+        return [r for r in all_runs(tmp_path) if r.data.tags.get("gnnbench.role") == role]
+
+    (parent,) = runs_by_role("parent")
+    (link,) = runs_by_role("reused")
+    original = next(r for r in all_runs(tmp_path) if r.info.run_id == earlier)
+    assert link.data.tags["mlflow.parentRunId"] == parent.info.run_id
+    assert link.data.tags["reused_run_id"] == earlier and link.info.status == "FINISHED"
+    assert link.info.run_name == f"{original.info.run_name} (reused)"
+    assert link.data.metrics == original.data.metrics and link.data.params == original.data.params
+    assert f"measured by run {earlier} (" in link.data.tags["mlflow.note.content"]
+    again = gnnbench(
+        tmp_path, "-m", "dataset=cora", "partitioner=spring,hash", "p=4,8", "train=none"
+    )  # the same sweep resumed: every job skipped, the link not made twice
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert len(runs_by_role("reused")) == 1 and len(runs_by_role("parent")) == 1
+
 
 @pytest.mark.fault("concurrency: parallel joblib jobs on one SQLite store")
 @requires_dataset(CORA)

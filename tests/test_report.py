@@ -29,6 +29,7 @@ from gnnbench.track.report import (
     plot_quality_vs_p,
     report_sweep,
 )
+from gnnbench.track.report.plots import plot_quality_per_partitioner
 
 PNGS = {spec.filename for spec in PLOTS}
 
@@ -130,19 +131,21 @@ def test_report_sweep_writes_table_csv_plots_and_logs_them(small_sweep_store, tm
     assert f"# Sweep `{store.sweep_id}`" in text
     assert "Swept axes: `partitioner.name`, `p`, `sync_interval`, `num_gpus`" in text
     assert "| hash | 8 | 4 | 2 | FAILED |" in text
-    assert "skipped" not in text
-    for name in PNGS:
+    assert "skipped" not in text.split("## Plots")[0]  # no job skipped (a plot may be)
+    drawn = PNGS - {"rf_edge_cut.png"}  # the bars per partitioner: for a sweep at one p
+    for name in drawn:
         assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert f"]({name})" in text
+    assert "*RF and edge cut per partitioner: skipped, `p` has several" in text
     plots = figures(load_sweep(store.tracking_uri, store.experiment, store.sweep_id))
-    assert all(plots[name].figure is not None for name in PNGS)
+    assert all(plots[name].figure is not None for name in drawn)
     check_sweep_figures(plots)
 
     import mlflow
 
     client = mlflow.MlflowClient(tracking_uri=store.tracking_uri)
     logged = {a.path for a in client.list_artifacts(store.parent_run_id, "report")}
-    assert logged == {f"report/{name}" for name in {"report.md", "report.csv", *PNGS}}
+    assert logged == {f"report/{name}" for name in {"report.md", "report.csv", *drawn}}
 
 
 def test_partition_only_sweep_skips_training_plots_with_a_note(tmp_path):
@@ -183,6 +186,29 @@ def test_an_axis_with_one_value_is_not_plotted(tmp_path):
 def _job_row(partitioner: str, p: int, **metrics) -> dict:
     return {"status": "FINISHED", "dataset.name": "g", "partitioner.name": partitioner,
             "p": str(p), **metrics}  # fmt: skip
+
+
+def test_a_sweep_at_one_p_draws_rf_and_edge_cut_as_bars_per_partitioner():
+    """A partitioner-only sweep at one p has no line against p; its RF and edge cut are bars,
+    one per partitioner (a preset under its own name), the range over seeds as error bars."""
+    rows = [
+        _job_row(name, 8, replication_factor=rf + seed / 100, edge_cut=cut)
+        for name, rf, cut in (
+            ("spring", 1.4, 0.30),
+            ("hash", 3.1, 0.87),
+            ("quotient_best", 1.2, 0.1),
+        )
+        for seed in (0, 1)
+    ]
+    assert plot_quality_vs_p(rows).figure is None
+    plot = plot_quality_per_partitioner(rows)
+    rf, cut = plot.figure.axes
+    assert bars(rf) == {
+        "p=8": pytest.approx({"hash": 3.105, "quotient_best": 1.205, "spring": 1.405})
+    }
+    assert bars(cut) == {"p=8": pytest.approx({"hash": 0.87, "quotient_best": 0.1, "spring": 0.30})}
+    several = rows + [_job_row("hash", 4, replication_factor=2.0, edge_cut=0.7)]
+    assert plot_quality_per_partitioner(several).figure is None
 
 
 def test_bars_that_cannot_differ_are_left_out_with_a_note():

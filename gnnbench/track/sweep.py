@@ -29,6 +29,7 @@ from gnnbench.torchrun import torchrun_rank
 from gnnbench.track.mlflow_run import one_line
 from gnnbench.track.report.query import job_of, key_aliases, newest_per_job
 from gnnbench.track.spec import SweepIdentity, TrackingSpec
+from gnnbench.track.tags import JOB, PARENT, REUSED, ROLE_TAG, role_filter
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +53,55 @@ def record_skipped(tracking: TrackingSpec, keys: list[str], finished_run_id: str
     client.set_tag(parent, SKIPPED_TAG + keys[0], finished_run_id)
     if keys[1:]:
         client.set_tag(parent, SKIPPED_ALIASES_TAG + keys[0], ",".join(keys[1:]))
+    try:  # a reading aid: a store that refuses it must not fail the skipped job
+        link_reused_run(client, tracking.sweep, finished_run_id)
+    except Exception as exc:
+        log.warning(
+            "the reused run %s is not linked into the sweep: %s", finished_run_id, one_line(exc)
+        )
+
+
+REUSED_RUN_TAG = "reused_run_id"
+BATCH = 100  # MLflow's most params (and tags) in one log_batch
+
+
+def link_reused_run(client, sweep: SweepIdentity, finished_run_id: str) -> None:
+    """A reused job shown inside the sweep that reused it: a FINISHED child of its parent named
+    `<run name> (reused)`, with the original's parameters and last metric values (the runs
+    table's columns), tags `gnnbench.role=reused` and `reused_run_id`, and a note saying when
+    and under what load it was measured. Reports count the original, never this link
+    (report.query.is_bookkeeping); a job already a child of this sweep needs none."""
+    from mlflow.entities import Metric, Param
+
+    from gnnbench.track.report.query import LOAD, STARTED, measured_at
+
+    original = client.get_run(finished_run_id)
+    if original.data.tags.get("mlflow.parentRunId") == sweep.parent_run_id:
+        return
+    experiment_id = client.get_run(sweep.parent_run_id).info.experiment_id
+    where = (f"tags.{REUSED_RUN_TAG} = '{finished_run_id}' and tags.sweep_id = '{sweep.sweep_id}'"
+             " and attributes.status = 'FINISHED'")  # fmt: skip
+    if client.search_runs([experiment_id], where, max_results=1):
+        return  # linked by an earlier resume of this sweep (a link cut short is made again)
+    measured = measured_at({STARTED: original.info.start_time,
+                            LOAD: original.data.metrics.get(LOAD)})  # fmt: skip
+    note = (f"Reused by resume: measured by run {finished_run_id} ({measured}), not with this "
+            "sweep's other jobs.")  # fmt: skip
+    tags = {ROLE_TAG: REUSED, REUSED_RUN_TAG: finished_run_id, "sweep_id": sweep.sweep_id,
+            "mlflow.parentRunId": sweep.parent_run_id, "mlflow.note.content": note}  # fmt: skip
+    name = f"{original.info.run_name} (reused)"
+    run_id = client.create_run(experiment_id, run_name=name, tags=tags).info.run_id
+    now = int(time.time() * 1000)
+    metrics = [Metric(k, v, now, 0) for k, v in original.data.metrics.items()]
+    params = [Param(k, v) for k, v in original.data.params.items()]
+    status = "FAILED"  # a link cut short is no link: the next resume makes it again
+    try:
+        for start in range(0, max(len(metrics), len(params)), BATCH):
+            client.log_batch(run_id, metrics=metrics[start : start + BATCH],
+                             params=params[start : start + BATCH])  # fmt: skip
+        status = "FINISHED"
+    finally:
+        client.set_terminated(run_id, status)
 
 
 def skipped_aliases(parent_tags: Mapping[str, str]) -> dict[str, str]:
@@ -111,7 +161,7 @@ class SweepTracker:
 
         existing = self.client.search_runs(
             [self.experiment_id],
-            filter_string=f"tags.sweep_id = '{sweep_id}' and tags.`gnnbench.role` = 'parent'",
+            filter_string=f"tags.sweep_id = '{sweep_id}' and {role_filter(PARENT)}",
         )
         if existing:
             run_id = existing[0].info.run_id
@@ -122,7 +172,7 @@ class SweepTracker:
         run = self.client.create_run(
             self.experiment_id,
             run_name=name,
-            tags={"sweep_id": sweep_id, "gnnbench.role": "parent", **process_tags()},
+            tags={"sweep_id": sweep_id, ROLE_TAG: PARENT, **process_tags()},
         )
         self.client.log_param(run.info.run_id, "overrides", " ".join(overrides)[:6000])
         return run.info.run_id
@@ -131,7 +181,7 @@ class SweepTracker:
         """Every job run of the sweep."""
         return self.client.search_runs(
             [self.experiment_id],
-            filter_string=f"tags.sweep_id = '{sweep_id}' and tags.`gnnbench.role` = 'job'",
+            filter_string=f"tags.sweep_id = '{sweep_id}' and {role_filter(JOB)}",
         )
 
     def finished_run(self, keys: list[str]) -> str | None:

@@ -17,11 +17,11 @@ from gnnbench.paths import CONF_DIR, REPO_ROOT
 from gnnbench.track.claims.claim import Claim, all_claims
 from gnnbench.track.claims.tables import has_columns
 from gnnbench.track.report.query import (
-    ROLE_TAG,
     experiment_runs,
     newest_per_job,
     wall_clock_epochs,
 )
+from gnnbench.track.tags import JOB, role_filter
 
 RUNS = REPO_ROOT / "docs" / "claims" / "runs"  # what the doc is made from (committed CSVs)
 PARAM, METRIC = "params.", "metrics."
@@ -45,7 +45,7 @@ def run_claims(claims: Sequence[Claim], tracking_uri: str) -> None:
 def store_runs(tracking_uri: str, experiment: str) -> pd.DataFrame:
     """Every FINISHED job of an experiment (its newest run) as `params.*` and `metrics.*` columns,
     params as MLflow holds them (text); empty if none."""
-    where = f"attributes.status = 'FINISHED' and tags.`{ROLE_TAG}` = 'job'"
+    where = f"attributes.status = 'FINISHED' and {role_filter(JOB)}"
     try:
         runs = newest_per_job(experiment_runs(tracking_uri, experiment, where))
     except GnnbenchError:

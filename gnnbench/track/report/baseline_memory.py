@@ -9,6 +9,7 @@ import pandas as pd
 from gnnbench.paths import REPO_ROOT
 from gnnbench.track.report.experiment_docs import write_table_doc
 from gnnbench.track.report.query import experiment_runs, one_meter_peaks
+from gnnbench.track.tags import JOB, ROLE_TAG
 
 DOC = REPO_ROOT / "docs" / "baseline_memory.md"
 BASELINES = ("metis", "pyg_metis", "distdgl_metis")
@@ -22,7 +23,7 @@ def runs_frame(tracking_uri: str, experiment: str) -> pd.DataFrame:
     for run in experiment_runs(tracking_uri, experiment):
         params, metrics = run.data.params, run.data.metrics
         key = (params.get("dataset.name"), params.get("partitioner.name"))
-        if run.data.tags.get("gnnbench.role") != "job" or key in seen:
+        if run.data.tags.get(ROLE_TAG) != JOB or key in seen:
             continue
         seen.add(key)
         rows.append(

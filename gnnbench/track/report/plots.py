@@ -269,8 +269,11 @@ def _bar_panel(ax, series: dict, partitioners: list[str], ps: list) -> None:
     ax.tick_params(axis="x", labelrotation=30 if len(partitioners) > 5 else 0)
 
 
-def _bar_data(rows: Sequence[dict], metrics: Sequence[str]) -> tuple[dict, list[str]]:
-    """The metrics per partitioner and p, less those whose bars cannot differ (with a note)."""
+def _bar_data(
+    rows: Sequence[dict], metrics: Sequence[str], drop_flat: bool = True
+) -> tuple[dict, list[str]]:
+    """The metrics per partitioner and p, less those whose bars cannot differ (with a note)
+    unless `drop_flat` is False (a quality figure: equal bars are a finding)."""
     data = {
         metric: _series(rows, "partitioner.name", metric, ["p"], numeric_x=False)
         for metric in metrics
@@ -279,7 +282,7 @@ def _bar_data(rows: Sequence[dict], metrics: Sequence[str]) -> tuple[dict, list[
     for metric in metrics:
         if not data[metric]:
             continue
-        flat = _flat(data[metric])
+        flat = _flat(data[metric]) if drop_flat else None
         if flat is None:
             kept[metric] = data[metric]
         else:
@@ -296,12 +299,13 @@ def bar_figure(
     title: str,
     subtitle: str = "",
     explain: Mapping[str, str] | None = None,
+    drop_flat: bool = True,
 ) -> Plot:
     """Metric(s) per partitioner as grouped bars, one bar per p (mean over the other axes, range
     as an error bar where they differ); a row of panels per dataset, a column per metric. A
     metric whose bars all lie within FLAT_FRACTION of each other is left out, with a note;
     `explain` adds a note for a metric that is drawn."""
-    data, notes = _bar_data(rows, metrics)
+    data, notes = _bar_data(rows, metrics, drop_flat)
     if not data:
         return Plot(None, "; ".join(notes) or f"no FINISHED job with {' or '.join(metrics)}")
     datasets = sorted({d for per in data.values() for d in per}, key=sort_key)
@@ -322,16 +326,26 @@ def bar_figure(
     return Plot(figure, "; ".join(notes))
 
 
+QUALITY = ["replication_factor", "edge_cut"]
+
+
 def plot_quality_vs_p(rows, axes=None, subtitle: str = "") -> Plot:
     """Replication factor and edge cut against p, a line per partitioner."""
-    return line_figure(
-        rows,
-        "p",
-        ["replication_factor", "edge_cut"],
-        "Replication factor and edge cut vs p",
-        axes=axes,
-        subtitle=subtitle,
-    )
+    title = "Replication factor and edge cut vs p"
+    return line_figure(rows, "p", QUALITY, title, axes=axes, subtitle=subtitle)
+
+
+def plot_quality_per_partitioner(rows, axes=None, subtitle: str = "") -> Plot:
+    """Replication factor and edge cut as bars per partitioner: drawn where p has one value (a
+    partitioner-only sweep at one p), which the lines against p cannot show."""
+    measured = [row for row in rows if row.get("replication_factor") is not None]
+    if len({row.get("p") for row in measured}) >= 2:
+        return Plot(None, "`p` has several values: the lines against p show them")
+    names = {row.get("partitioner.name") for row in measured}
+    if len(names) < 2:
+        return Plot(None, _one_value("partitioner.name", names))
+    title = "Replication factor and edge cut per partitioner"
+    return bar_figure(rows, QUALITY, title, subtitle, drop_flat=False)
 
 
 def plot_peak_memory(rows, axes=None, subtitle: str = "") -> Plot:
@@ -373,6 +387,7 @@ class PlotSpec:
 
 PLOTS = (
     PlotSpec("rf_edge_cut_vs_p.png", "Replication factor and edge cut vs p", plot_quality_vs_p),
+    PlotSpec("rf_edge_cut.png", "RF and edge cut per partitioner", plot_quality_per_partitioner),
     PlotSpec("peak_memory.png", "Partitioning memory per partitioner", plot_peak_memory),
     PlotSpec("f1_vs_sync_interval.png", "Test F1 vs sync interval", plot_f1_vs_sync_interval),
     PlotSpec("epoch_time_vs_num_gpus.png", "Epoch time vs num_gpus", plot_epoch_time_vs_gpus),

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from gnnbench.errors import GnnbenchError
 from gnnbench.track.mlflow_run import HEADLINE_METRICS, PRESET_TAG
 from gnnbench.track.store import HOST_TAG
+from gnnbench.track.tags import BOOKKEEPING_ROLES, JOB, PARENT, ROLE_TAG, role_filter
 
 # On a job's run: the run keys earlier versions gave the same job, comma-separated (run_keys)
 ALIASES_TAG = "run_key_aliases"
@@ -36,7 +37,12 @@ AXES = (
 SWEEP_METRICS = (*HEADLINE_METRICS, "compute_time_s", "eval_time_s")
 JOB_WALL = "job_wall_s"
 STARTED, LOAD = "started_ms", "partition_load_1m"  # when and under what load a run was measured
-ROLE_TAG = "gnnbench.role"
+
+
+def is_bookkeeping(run) -> bool:
+    return run.data.tags.get(ROLE_TAG) in BOOKKEEPING_ROLES
+
+
 # The host a job ran on (its `gnnbench.host` tag): the first axis of a sweep spanning machines,
 # so the report groups its rows by machine.
 MACHINE = "machine"
@@ -109,7 +115,7 @@ def _quote(text: str) -> str:
 
 def find_parent(client, experiment_id: str, sweep_id: str | None, tracking_uri: str = ""):
     """The sweep's parent run; the most recently started parent when sweep_id is None."""
-    where = f"tags.`{ROLE_TAG}` = 'parent'"
+    where = role_filter(PARENT)
     if sweep_id:
         where += f" and tags.sweep_id = {_quote(sweep_id)}"
     found = search_runs(client, experiment_id, where, max_results=1)
@@ -215,7 +221,7 @@ def load_sweep(
     children = search_runs(
         client,
         experiment_id,
-        f"tags.sweep_id = {_quote(sweep_id)} and tags.`{ROLE_TAG}` = 'job'",
+        f"tags.sweep_id = {_quote(sweep_id)} and {role_filter(JOB)}",
     )
     own = {run.info.run_id for run in children}
     others = [run for run in skipped_runs(client, parent) if run.info.run_id not in own]

@@ -13,6 +13,7 @@ from gnnbench.identity import as_text
 from gnnbench.paths import CONF_DIR, REPO_ROOT
 from gnnbench.track.report.experiment_docs import write_table_doc
 from gnnbench.track.report.query import experiment_runs, newest_per_job
+from gnnbench.track.tags import JOB, ROLE_TAG
 
 DOC = REPO_ROOT / "docs" / "rgg_scale.md"
 EXPERIMENT = "rgg_scale"
@@ -70,7 +71,7 @@ def runs_frame(tracking_uri: str) -> pd.DataFrame:
     """The newest run of each job: size, configuration, status, the partition stage's figures."""
     rows = []
     for run in newest_per_job(experiment_runs(tracking_uri, EXPERIMENT)):
-        if run.data.tags.get("gnnbench.role") != "job":
+        if run.data.tags.get(ROLE_TAG) != JOB:
             continue
         params, metrics = run.data.params, run.data.metrics
         rows.append({

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from gnnbench.track.report.query import experiment_runs, newest_per_job
+from gnnbench.track.report.query import experiment_runs, is_bookkeeping, newest_per_job
 
 EXPERIMENT = "scale_training"
 PARAMS = {
@@ -41,7 +41,7 @@ def runs_frame(tracking_uri: str, experiment: str = EXPERIMENT) -> pd.DataFrame:
     )
     rows = []
     for run in runs:
-        if run.data.tags.get("gnnbench.role") == "parent":
+        if is_bookkeeping(run):
             continue
         row = {name: run.data.params.get(key) for name, key in PARAMS.items()}
         row |= {name: run.data.metrics.get(name) for name in METRICS}

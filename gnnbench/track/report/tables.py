@@ -17,10 +17,10 @@ from gnnbench.track.report.query import (
     LOAD,
     MACHINE,
     MEASURED,
-    ROLE_TAG,
     SWEEP_METRICS,
     Sweep,
     find_experiment,
+    is_bookkeeping,
     open_store,
     search_runs,
     sort_key,
@@ -47,7 +47,7 @@ def collect(
     )
     rows: dict[tuple, dict] = {}
     for run in runs:
-        if run.data.tags.get(ROLE_TAG) == "parent":  # a sweep's bookkeeping run, no metrics
+        if is_bookkeeping(run):  # a sweep's parent, or a link to a run counted on its own
             continue
         key = tuple(run.data.params.get(axis, "") for axis in axes)
         if key in rows:

@@ -16,6 +16,7 @@ import pandas as pd
 
 from gnnbench.atomic import atomic_write_bytes
 from gnnbench.paths import REPO_ROOT
+from gnnbench.track.tags import JOB, role_filter
 
 EXPERIMENT = "training_baselines"
 CONFIGS = ("training_baselines_gnnbench", "training_baselines_distdgl", "training_baselines_pyg")
@@ -46,7 +47,7 @@ def export(tracking_uri: str, path: Path = CSV) -> pd.DataFrame:
         read_epoch_meter,
     )
 
-    where = "attributes.status = 'FINISHED' and tags.`gnnbench.role` = 'job'"
+    where = f"attributes.status = 'FINISHED' and {role_filter(JOB)}"
     client = open_store(tracking_uri)
     rows = []
     for run in newest_per_job(experiment_runs(tracking_uri, EXPERIMENT, where)):
