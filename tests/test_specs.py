@@ -173,6 +173,16 @@ def test_vertex_balance_bound_reads_the_spec():
     assert bound == 1.5 and source == "partitioner.max_vertex_balance"
 
 
+@pytest.mark.parametrize("preset", ["quotient_best", "quotient_multilevel"])
+def test_quotients_presets_record_the_fm_bound_they_enforce(preset):
+    """Their node FM sheds weight over ceil(1.03 |V| / p) first: that is their bound, not the
+    shared 1.5; plain quotient (no node FM) promises nothing of its own."""
+    bound, source = vertex_balance_bound(PartitionSpec.defaults(preset), 8, 1001)
+    assert bound == pytest.approx(129 / (1001 / 8)) and source == "quotient's own"
+    bound, source = vertex_balance_bound(PartitionSpec.defaults("quotient"), 8, 1001)
+    assert bound == 1.5 and source == "partitioner.max_vertex_balance"
+
+
 # --- DataSpec and JobSpec ----------------------------------------------------------------------
 
 

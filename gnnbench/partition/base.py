@@ -6,7 +6,6 @@ reduce to the same shape before the shared GNN-ready step, so every metric is co
 
 from __future__ import annotations
 
-import math
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -42,7 +41,8 @@ class PartitionResult:
 # real graph runs (tests/test_meter.py checks that nothing compiles inside the measured step); and
 # `in_memory_baseline = True` for the METIS baselines, which the streaming gates in bench/ skip;
 # `with_features_figures = True` for a baseline that also logs partition_with_features_*;
-# and `vertex_balance_bound(p, num_nodes, **keywords)`, the bound the algorithm guarantees;
+# and `vertex_balance_bound(p, num_nodes, **keywords)`, the bound the algorithm enforces (None
+# where those keys enforce none);
 # and `nested_spec(**keywords)`, for a partitioner that runs another (quotient): that other one's
 # PartitionSpec, whose identity and code version enter the book's (gnnbench.identity).
 # Its signature is `fn(store, p, seed, *, <own keys>)`: keyword-only parameters without defaults,
@@ -71,16 +71,17 @@ def vertex_balance_bound(partitioner: PartitionSpec, p: int, num_nodes: int) -> 
     partitioner.max_vertex_balance; widened to the refinement's own rule when it runs after."""
     name = partitioner.name
     own = getattr(PARTITIONERS.get(name), "vertex_balance_bound", None)
-    if own is not None:
-        bound, source = float(own(p, num_nodes, **partitioner.kwargs())), f"{name}'s own"
+    stated = None if own is None else own(p, num_nodes, **partitioner.kwargs())
+    if stated is not None:  # None: none of its own under these keys
+        bound, source = float(stated), f"{name}'s own"
     else:
         shared = partitioner.max_vertex_balance
         bound = DEFAULT_MAX_VERTEX_BALANCE if shared is None else float(shared)
         source = "partitioner.max_vertex_balance"
     if partitioner.refine_passes:  # refinement may fill a block to ceil(1.03 |V| / p)
-        from gnnbench.partition.refine import REFINE_SLACK
+        from gnnbench.partition.refine import slack_balance_bound
 
-        bound = max(bound, math.ceil(REFINE_SLACK * num_nodes / p) / (num_nodes / p))
+        bound = max(bound, slack_balance_bound(p, num_nodes))
         source += " or the refinement's"
     return bound, source
 

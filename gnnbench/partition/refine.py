@@ -63,6 +63,14 @@ from gnnbench.partition.spec import check_refine_objective
 # Bump when refinement's output changes: part of the cache key of every refined book.
 REFINE_VERSION = "2"
 REFINE_SLACK = 1.03  # a refined block may hold up to 3% over the mean (or the entry maximum)
+
+
+def slack_balance_bound(p: int, num_nodes: int) -> float:
+    """max |O_i| / (|V|/p) a block within REFINE_SLACK may reach: ceil(1.03 |V| / p) over the mean
+    (the refinement's bound, and quotient's node FM's)."""
+    return math.ceil(REFINE_SLACK * num_nodes / p) / (num_nodes / p)
+
+
 COUNT_CAP = 255  # a uint8 neighbour count saturates here (and is then never decremented)
 
 

@@ -74,7 +74,7 @@ from gnnbench.partition.base import PARTITIONERS, PartitionResult
 from gnnbench.partition.clustering import cluster_values, coarsen
 from gnnbench.partition.contraction import CoarseGraph
 from gnnbench.partition.fm import refine_graph, refine_nodes, refine_quotient
-from gnnbench.partition.refine import refine
+from gnnbench.partition.refine import refine, slack_balance_bound
 from gnnbench.spec_keys import whole_at_least
 
 # Bump when this module's output changes (partition/fm.py's, clustering.py's, contraction.py's:
@@ -364,6 +364,19 @@ def _nested_spec(*, base, base_keys, chunk_edges, **_own):
 
 
 quotient.nested_spec = _nested_spec
+
+
+def _vertex_balance_bound(p: int, num_nodes: int, *, node_fm_passes, **_own) -> float | None:
+    """With node FM passes (quotient_best, quotient_multilevel): the FM's bound,
+    ceil(1.03 |V| / p), the excess over which its passes shed first (a run still over it is
+    tagged balance_violation). Without: METIS's 3% over coarse nodes promises nothing at node
+    grain, so the shared partitioner.max_vertex_balance applies."""
+    if not node_fm_passes:
+        return None
+    return slack_balance_bound(p, num_nodes)
+
+
+quotient.vertex_balance_bound = _vertex_balance_bound
 # The JIT warm-up's 256-node graph is under coarse_nodes and its clusters would hold one node:
 # these keys make it cluster, coarsen and cycle as a real graph does (gnnbench.partition.stage).
 quotient.warm_up_keys = {"coarse_nodes": 16, "subparts_per_part": 1}
