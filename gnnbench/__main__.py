@@ -231,6 +231,7 @@ SUBCOMMANDS = {
     "report": "gnnbench.track.report:main",  # a sweep's report, or an experiment's table
     "server": "gnnbench.track.server:main",  # an MLflow tracking server on a store
     "download": "gnnbench.data.download:main",  # public datasets ahead of their first use
+    "baseline": "gnnbench.track.baseline:main",  # save a sweep's figures / check one against them
     "setup": "gnnbench.setup.baseline_envs:main",  # the in-memory METIS baselines' environments
 }
 

@@ -1,7 +1,8 @@
 """Name -> implementation registries filled by decorators, GraphGym style.
 
 A registry discovers its implementations by importing every module of one package, so adding a
-dataset source, partitioner or model is one new module (plus its config file): no central list.
+dataset source, partitioner or model is one new module (plus its config file): no central list;
+then the plugins other packages declare (gnnbench/plugins.py).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Callable
 from typing import Generic, TypeVar
 
 from gnnbench.errors import ConfigError
+from gnnbench.plugins import UNLOADED, is_builtin, load_plugins, problem
 
 T = TypeVar("T")
 
@@ -33,9 +35,18 @@ class Registry(Generic[T]):
 
     def register(self, name: str) -> Callable[[T], T]:
         def decorate(obj: T) -> T:
-            if name in self._items and self._items[name] is not obj:
+            present = self._items.get(name)
+            if present is None or present is obj:
+                self._items[name] = obj
+            elif is_builtin(present) and is_builtin(obj):
                 raise ValueError(f"{self.kind} '{name}' registered twice")
-            self._items[name] = obj
+            else:  # a plugin's name taken: the built-in keeps it, else the first plugin
+                kept, ignored = (obj, present) if is_builtin(obj) else (present, obj)
+                self._items[name] = kept
+                problem(
+                    f"plugin module {ignored.__module__}: {self.kind} '{name}' is already "
+                    f"{kept.__module__}'s; the plugin's is ignored"
+                )
             return obj
 
         return decorate
@@ -53,6 +64,7 @@ class Registry(Generic[T]):
         package = importlib.import_module(self.package)
         for module in pkgutil.iter_modules(package.__path__):
             importlib.import_module(f"{self.package}.{module.name}")
+        load_plugins()  # other packages' modules (gnnbench/plugins.py), after the built-ins
         self._discovered = True
 
     def names(self) -> list[str]:
@@ -68,13 +80,14 @@ class Registry(Generic[T]):
                 raise
 
     def get(self, name: str) -> T:
-        if self.by_module and name not in self._items and name.isidentifier():
-            self._import_module_named(name)
+        if self.by_module and name.isidentifier():  # the built-in first, even if a plugin
+            self._import_module_named(name)  # registered the name before it was imported
         if not self.by_module or name not in self._items:
             self._discover()
         if name not in self._items:
             raise ConfigError(
                 f"{self.config_key}: unknown {self.kind} '{name}' "
                 f"(expected one of: {', '.join(self.names())})"
+                + (f"; {len(UNLOADED)} plugin(s) failed to load, see above" if UNLOADED else "")
             )
         return self._items[name]

@@ -1,0 +1,22 @@
+"""Hydra finds gnnbench plugins' config folders (gnnbench/plugins.py) through this search-path
+plugin: Hydra loads it for every app from the `hydra_plugins` namespace package, and it adds the
+folders only where the app composes gnnbench's own configs. Each path that composes gnnbench's
+configs (hydra.main, the checks before it in gnnbench/cli.py, gnnbench/composition.py) builds its
+search path through Hydra, so all three see the same plugins."""
+
+from __future__ import annotations
+
+from hydra.core.config_search_path import ConfigSearchPath
+from hydra.plugins.search_path_plugin import SearchPathPlugin
+
+
+class GnnbenchPluginConfigs(SearchPathPlugin):
+    def manipulate_search_path(self, search_path: ConfigSearchPath) -> None:
+        from gnnbench.paths import CONF_DIR
+        from gnnbench.plugins import config_dirs
+
+        ours = {str(CONF_DIR), f"file://{CONF_DIR}", "pkg://gnnbench.conf", "pkg://gnnbench/conf"}
+        if not any(element.path in ours for element in search_path.get_path()):
+            return  # another Hydra app in this environment
+        for folder in config_dirs():
+            search_path.append(provider="gnnbench-plugin", path=f"file://{folder}")
