@@ -211,6 +211,18 @@ def test_a_sweep_at_one_p_draws_rf_and_edge_cut_as_bars_per_partitioner():
     assert plot_quality_per_partitioner(several).figure is None
 
 
+def test_equal_values_over_seeds_draw_a_bar_without_an_error_bar():
+    """Three seeds at 0.1: their float mean is an ulp above 0.1, which once made a negative error
+    bar that matplotlib refused, and the sweep's report was not written."""
+    rows = [
+        _job_row(name, 2, replication_factor=1.1, edge_cut=0.1)
+        for name in ("a", "b")
+        for _ in range(3)
+    ]
+    plot = plot_quality_per_partitioner(rows)
+    assert bars(plot.figure.axes[1]) == {"p=2": pytest.approx({"a": 0.1, "b": 0.1})}
+
+
 def test_bars_that_cannot_differ_are_left_out_with_a_note():
     """Max RSS within 2% for every partitioner (the interpreter dominates it): that panel is
     dropped and the note says so; with the heap peak also flat nothing is drawn."""

@@ -167,6 +167,10 @@ def _one_value(axis: str, values: set) -> str:
     )
 
 
+def _gap(upper: float, lower: float) -> float:  # an error bar: a mean of equal floats can land
+    return max(0.0, upper - lower)  # an ulp outside them, and matplotlib refuses a negative bar
+
+
 def _draw_series(ax, points: list, colour, style: str, marker: str, label: str) -> None:
     """One line (mean) with its min-to-max range: a band, or an error bar at a lone point."""
     px = [point[0] for point in points]
@@ -178,7 +182,7 @@ def _draw_series(ax, points: list, colour, style: str, marker: str, label: str) 
     if len(points) >= 2:
         ax.fill_between(px, low, high, color=colour, alpha=0.15, linewidth=0)
     else:
-        spread = [[mean[0] - low[0]], [high[0] - mean[0]]]
+        spread = [[_gap(mean[0], low[0])], [_gap(high[0], mean[0])]]
         ax.errorbar(px, mean, yerr=spread, color=colour, capsize=3, linestyle="none")
 
 
@@ -255,7 +259,7 @@ def _bar_panel(ax, series: dict, partitioners: list[str], ps: list) -> None:
         xs = [n for n, name in enumerate(partitioners) if name in found]
         stats = [found[partitioners[n]] for n in xs]  # (mean, min, max)
         mean = [stat[0] for stat in stats]
-        spread = [[stat[0] - stat[1] for stat in stats], [stat[2] - stat[0] for stat in stats]]
+        spread = [[_gap(s[0], s[1]) for s in stats], [_gap(s[2], s[0]) for s in stats]]
         ax.bar(
             [n - 0.4 + width * (k + 0.5) for n in xs],
             mean,
@@ -336,8 +340,7 @@ def plot_quality_vs_p(rows, axes=None, subtitle: str = "") -> Plot:
 
 
 def plot_quality_per_partitioner(rows, axes=None, subtitle: str = "") -> Plot:
-    """Replication factor and edge cut as bars per partitioner: drawn where p has one value (a
-    partitioner-only sweep at one p), which the lines against p cannot show."""
+    """RF and edge cut as bars per partitioner, for a sweep at one p (no line against p)."""
     measured = [row for row in rows if row.get("replication_factor") is not None]
     if len({row.get("p") for row in measured}) >= 2:
         return Plot(None, "`p` has several values: the lines against p show them")
@@ -350,13 +353,8 @@ def plot_quality_per_partitioner(rows, axes=None, subtitle: str = "") -> Plot:
 
 def plot_peak_memory(rows, axes=None, subtitle: str = "") -> Plot:
     """Partitioning memory (memray heap peak and process max RSS) per partitioner and p."""
-    return bar_figure(
-        rows,
-        ["partition_peak_mb", "partition_rss_mb"],
-        "Partitioning memory per partitioner",
-        subtitle=subtitle,
-        explain={"partition_rss_mb": RSS_NOTE},
-    )
+    memory, title = ["partition_peak_mb", "partition_rss_mb"], "Partitioning memory per partitioner"
+    return bar_figure(rows, memory, title, subtitle, explain={"partition_rss_mb": RSS_NOTE})
 
 
 def plot_f1_vs_sync_interval(rows, axes=None, subtitle: str = "") -> Plot:
