@@ -1,7 +1,7 @@
 """What the papers claim against what gnnbench measures -> docs/claims.md (+ docs/claims/*.png).
 
     python scripts/claims.py --run                 # every claim's sweep, then the table
-    python scripts/claims.py --run --only 1,2,7    # some claims' sweeps, then the whole table
+    python scripts/claims.py --run --only 1,2,7    # some claims' sweeps and exports, then the whole table
     python scripts/claims.py --tracking-uri URI    # export the store's runs, then the table
     python scripts/claims.py                       # the table from the exported runs alone
 
@@ -47,7 +47,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.tracking_uri = args.tracking_uri or f"sqlite:///{REPO_ROOT / 'mlflow.db'}"
             run_claims(claims, args.tracking_uri)
         folder = args.out.parent / "claims" / "runs"
-        runs = export_runs(args.tracking_uri, folder) if args.tracking_uri else read_runs(folder)
+        only = claims if args.only else None  # the other claims' exported runs are kept
+        runs = export_runs(args.tracking_uri, folder, only) if args.tracking_uri else read_runs(folder)
     except GnnbenchError as exc:
         print(f"claims.py: error: {exc}", file=sys.stderr)
         return 2

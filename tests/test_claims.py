@@ -322,6 +322,23 @@ LOCAL_STEP_RUNS = [
 ]  # fmt: skip
 
 
+def test_exporting_some_claims_keeps_the_others_files(tmp_path):
+    """`claims.py --only 8 --tracking-uri STORE` writes claim 8's runs and leaves the files of the
+    claims it did not run as they were (a store holding one claim deletes nothing)."""
+    uri = _store(tmp_path)
+    folder = tmp_path / "runs"
+    import mlflow
+
+    claims.export_runs(uri, folder)
+    kept = (folder / "claim_1.csv").read_bytes()
+    only_eight = claims.selected("8")
+    empty = f"sqlite:///{tmp_path / 'empty.db'}"
+    mlflow.MlflowClient(tracking_uri=empty).create_experiment("claim_8")
+    runs = claims.export_runs(empty, folder, only_eight)
+    assert (folder / "claim_1.csv").read_bytes() == kept and not runs["claim_1"].empty
+    assert not (folder / "claim_8.csv").exists() and runs["claim_8"].empty
+
+
 def test_table_from_a_fixture_store(tmp_path):
     uri = _store(tmp_path)
     doc = tmp_path / "docs" / "claims.md"

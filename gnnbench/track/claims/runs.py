@@ -72,20 +72,23 @@ def claim_frame(runs: pd.DataFrame) -> pd.DataFrame:
     return wall_clock_epochs(frame)
 
 
-def experiments() -> list[str]:
-    """Every MLflow experiment the claims read: each claim's and its study's."""
-    claims = all_claims()
+def experiments(claims=None) -> list[str]:
+    """The MLflow experiments the claims read (all claims' by default): each one's and its study's."""
+    claims = all_claims() if claims is None else claims
     names = [claim.experiment for claim in claims]
     return names + [claim.study.experiment for claim in claims if claim.study]
 
 
-def export_runs(tracking_uri: str, folder: Path = RUNS) -> dict[str, pd.DataFrame]:
+def export_runs(tracking_uri: str, folder: Path = RUNS, claims=None) -> dict[str, pd.DataFrame]:
     """The claims' runs from the store, also written to `folder/<experiment>.csv` (an experiment
-    without runs: no file) so that the doc regenerates from the repository."""
-    frames = {name: store_runs(tracking_uri, name) for name in experiments()}
+    without runs: no file) so that the doc regenerates from the repository. With `claims`, only
+    theirs are exported; the others' are read from `folder` as they were (`--only 6` on a store
+    holding claim 6 alone must not delete the other claims' files)."""
+    frames = read_runs(folder) if claims is not None and folder.is_dir() else {}
+    frames |= {name: store_runs(tracking_uri, name) for name in experiments(claims)}
     folder.mkdir(parents=True, exist_ok=True)
-    for name, frame in frames.items():
-        path = folder / f"{name}.csv"
+    for name in experiments(claims):
+        frame, path = frames[name], folder / f"{name}.csv"
         if frame.empty:
             path.unlink(missing_ok=True)
         else:
