@@ -120,7 +120,7 @@ def test_first_run_downloads_cora_then_trains(mirror, empty_raw, tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     for name in CORA_FILES:
         assert sha256(empty_raw / name) == sha256(RAW_DIR / name)
-    assert not list(empty_raw.rglob("*.part-*"))
+    assert not list(empty_raw.rglob("*.tmp-*"))
 
 
 @needs_cora
@@ -177,24 +177,24 @@ def test_with_the_mirror_down_the_error_names_the_url_and_the_folder(empty_raw, 
 
 @needs_cora
 def test_a_killed_download_leaves_no_file_a_later_run_accepts(mirror, empty_raw):
-    """SIGKILL mid-file: only a `.part-<pid>` stays, and the next download removes it."""
+    """SIGKILL mid-file: only its temporary stays, and the next download removes it."""
     mirror.serve_dataset("cora")
     mirror.mode = "trickle"
     downloading = subprocess.Popen([sys.executable, "-m", "gnnbench", "download", "cora"],
                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
     first = empty_raw / CORA_FILES[0]
     deadline = time.monotonic() + 60
-    while not list(first.parent.glob("*.part-*")) and time.monotonic() < deadline:
+    while not list(first.parent.glob("*.tmp-*")) and time.monotonic() < deadline:
         time.sleep(0.1)
     os.kill(downloading.pid, signal.SIGKILL)
     downloading.wait()
     assert not first.exists()
-    part = f"{first.name}.part-{socket.gethostname()}-{downloading.pid}"
+    part = f".{first.name}.tmp-{socket.gethostname()}-{downloading.pid}"
     assert [p.name for p in first.parent.iterdir()] == [part]
     mirror.mode = "ok"
     fetch_missing(dataset_config("cora"))
     assert sha256(first) == sha256(RAW_DIR / CORA_FILES[0])
-    assert not list(empty_raw.rglob("*.part-*"))
+    assert not list(empty_raw.rglob("*.tmp-*"))
 
 
 def test_a_path_pointed_at_the_users_own_copy_fetches_nothing(empty_raw, monkeypatch):

@@ -6,10 +6,10 @@
         to: planetoid/ind.cora.x  # under the raw directory (gnnbench.paths.raw_dir)
 
 Only missing files are fetched, and only those that fill `dataset.path` (a path pointed at the
-user's own copy elsewhere fetches nothing).
-Each file is written to `<to>.part-<host>-<pid>` beside its destination, verified, then renamed: a
-killed download leaves a `.part-*` file (removed by the next attempt once its process is gone), never a
-file under the name a later run reads. `GNNBENCH_DOWNLOAD_BASE=http://host:port` fetches
+user's own copy elsewhere fetches nothing). Each file is written to a temporary sibling
+(`.<name>.tmp-<host>-<pid>`, gnnbench/atomic.py), verified, then renamed: a killed download
+leaves that temporary (removed by the next attempt once its process is gone), never a file
+under the name a later run reads. `GNNBENCH_DOWNLOAD_BASE=http://host:port` fetches
 `<base>/<origin host>/<origin path>` instead of the origin: a mirror, or a test's loopback server.
 """
 
@@ -20,7 +20,6 @@ import hashlib
 import http.client
 import os
 import shutil
-import socket
 import sys
 import urllib.error
 import urllib.request
@@ -30,6 +29,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from gnnbench.atomic import remove_stale_in, temporary_name
 from gnnbench.errors import ConfigError, DataError
 from gnnbench.paths import raw_dir
 
@@ -108,8 +108,8 @@ def fetch(file: RemoteFile) -> Path:
         raise DataError(
             f"{dest.parent}: cannot create the download folder ({exc.strerror})"
         ) from None
-    _remove_stale_parts(dest)
-    part = dest.with_name(f"{dest.name}.part-{socket.gethostname()}-{os.getpid()}")
+    remove_stale_in(dest.parent)  # parts of downloads killed on this host
+    part = temporary_name(dest)
     url = file.source_url()
     try:
         digest = _download(url, part, file)
@@ -185,27 +185,6 @@ def _check_free_disk(folder: Path, size: int, url: str) -> None:
     free = shutil.disk_usage(folder).free
     if size > free:
         raise DataError(f"{folder}: {url} needs {size} bytes, only {free} free on that disk")
-
-
-def _remove_stale_parts(dest: Path) -> None:
-    """`.part-<host>-<pid>` files of this host's downloads whose process is gone (killed
-    mid-download); another host's (a shared raw folder) are left to that host."""
-    host = socket.gethostname()
-    for part in dest.parent.glob(f"{dest.name}.part-{host}-*"):
-        pid = part.name.rpartition("-")[2]
-        if not pid.isdigit() or not _alive(int(pid)):
-            with contextlib.suppress(OSError):
-                part.unlink(missing_ok=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _progress(name: str, size: int):
