@@ -98,9 +98,18 @@ def _record_unstarted(config: dict, exc: BaseException) -> None:
 
 
 def _already_finished(job: JobSpec, keys: list[str]) -> str | None:
+    from mlflow.exceptions import MlflowException
+
+    from gnnbench.errors import TrackingError
+    from gnnbench.track.mlflow_run import one_line
     from gnnbench.track.sweep import SweepTracker
 
-    return SweepTracker(job.tracking.uri, job.tracking.experiment).finished_run(keys)
+    try:
+        return SweepTracker(job.tracking.uri, job.tracking.experiment).finished_run(keys)
+    except MlflowException as exc:  # a server that died after the health check: one line
+        raise TrackingError(
+            f"tracking.uri={job.tracking.uri}: resume could not look the job up ({one_line(exc)})"
+        ) from None
 
 
 def _load_job_modules(cfg) -> None:
