@@ -200,6 +200,7 @@ def main(argv: list[str]) -> int:
     """`python -m gnnbench download NAME [NAME ...]`: fetch public datasets ahead of time."""
     import yaml
 
+    from gnnbench.commands import chosen_names
     from gnnbench.errors import GnnbenchError
     from gnnbench.paths import CONF_DIR
 
@@ -208,14 +209,8 @@ def main(argv: list[str]) -> int:
         for path in (CONF_DIR / "dataset").glob("*.yaml")
         if "download" in (yaml.safe_load(path.read_text()) or {})
     )
-    names = public if argv == ["all"] else argv
-    unknown = [name for name in names if name not in public]
-    if not names or unknown:
-        print(
-            f"gnnbench: error: download: expected one or more of {', '.join(public)}, all; "
-            f"got {' '.join(argv) or 'nothing'}",
-            file=sys.stderr,
-        )
+    names = chosen_names("download", argv, public)
+    if names is None:
         return 2
     try:
         for name in names:

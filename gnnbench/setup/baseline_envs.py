@@ -242,14 +242,10 @@ SETUPS = {"pyg_metis": setup_pyg_metis, "distdgl_metis": setup_distdgl}
 
 def main(argv: list[str]) -> int:
     """`python -m gnnbench setup NAME [NAME ...]` (NAME: pyg_metis, distdgl_metis, all)."""
-    names = list(ENVIRONMENTS) if argv == ["all"] else argv
-    unknown = [name for name in names if name not in SETUPS]
-    if not names or unknown:
-        print(
-            f"gnnbench: error: setup: expected one or more of {', '.join(ENVIRONMENTS)}, all; "
-            f"got {' '.join(argv) or 'nothing'}",
-            file=sys.stderr,
-        )
+    from gnnbench.commands import chosen_names
+
+    names = chosen_names("setup", argv, list(ENVIRONMENTS))
+    if names is None:
         return 2
     try:
         for name in names:
