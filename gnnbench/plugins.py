@@ -22,12 +22,9 @@ from __future__ import annotations
 
 import functools
 import importlib.util
-import logging
 import sys
 from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
-
-log = logging.getLogger(__name__)
 
 GROUP = "gnnbench.plugins"
 BUILTIN_PACKAGE = "gnnbench"

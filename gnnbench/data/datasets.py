@@ -90,7 +90,8 @@ def _stamp(path: Path, dataset: Mapping[str, Any]) -> list:
     if not files:
         stat = path.stat()
         return [stat.st_size, int(stat.st_mtime)]
-    return [[str(f.relative_to(path)), f.stat().st_size, int(f.stat().st_mtime)] for f in files]
+    stats = [(f, f.stat()) for f in files]
+    return [[str(f.relative_to(path)), st.st_size, int(st.st_mtime)] for f, st in stats]
 
 
 def import_memory_gb(dataset: Mapping[str, Any]) -> float:

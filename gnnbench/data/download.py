@@ -112,7 +112,7 @@ def fetch(file: RemoteFile) -> Path:
     part = temporary_name(dest)
     url = file.source_url()
     try:
-        digest = _download(url, part, file)
+        digest = _download(url, part, dest, file.checksum.partition(":")[0])
         if digest != file.checksum:
             raise DataError(
                 f"{url}: checksum mismatch for {dest.name} (expected {file.checksum}, got {digest}); "
@@ -129,9 +129,8 @@ def fetch(file: RemoteFile) -> Path:
     return dest
 
 
-def _download(url: str, part: Path, file: RemoteFile) -> str:
-    """Stream `url` into `part`; the file's checksum in file.checksum's algorithm."""
-    dest = raw_dir() / file.to
+def _download(url: str, part: Path, dest: Path, algorithm: str) -> str:
+    """Stream `url` into `part` (on its way to `dest`); its checksum in `algorithm`."""
     try:
         response = urllib.request.urlopen(url, timeout=TIMEOUT_S)  # noqa: S310 (http(s) checked)
     except (urllib.error.URLError, OSError, ValueError) as exc:
@@ -148,7 +147,7 @@ def _download(url: str, part: Path, file: RemoteFile) -> str:
         raise DataError(
             f"{url}: the download ended after {written} of {size} bytes; nothing was kept"
         )
-    return checksum_of(part, file.checksum.partition(":")[0])
+    return checksum_of(part, algorithm)
 
 
 def checksum_of(path: Path, algorithm: str) -> str:

@@ -38,7 +38,7 @@ from typing import Any
 from gnnbench.atomic import atomic_write_bytes
 from gnnbench.errors import GnnbenchError
 from gnnbench.track.mlflow_run import one_line
-from gnnbench.track.report.query import AXES, load_sweep, open_store
+from gnnbench.track.report.query import AXES, LOAD, load_sweep, open_store
 
 FORMAT = 1
 # metric -> (direction, relative tolerance, absolute floor): +1 higher is worse, -1 lower is worse
@@ -75,19 +75,21 @@ def sweep_figures(tracking_uri: str, experiment: str, sweep_id: str | None) -> d
     client = open_store(tracking_uri)
     jobs: dict[str, dict] = {}
     for row in sweep.rows:
-        if job_label(row) in jobs:
+        axes = {axis: row[axis] for axis in AXES if row.get(axis) not in (None, "")}
+        label = job_label(axes)
+        if label in jobs:
             raise GnnbenchError(
-                f"sweep {sweep.sweep_id}: two jobs with {job_label(row)} (a key the baseline does not "
+                f"sweep {sweep.sweep_id}: two jobs with {label} (a key the baseline does not "
                 "tell apart, or another machine's): check one sweep per baseline"
             )
         tags = client.get_run(row["run_id"]).data.tags
         metrics = {m: row.get(m) for m in (*TOLERANCES, *TIMES) if row.get(m) is not None}
-        jobs[job_label(row)] = {
+        jobs[label] = {
             "status": row["status"],
             "run_id": row["run_id"],
-            "axes": {axis: row.get(axis) for axis in AXES if row.get(axis) not in (None, "")},
+            "axes": axes,
             "metrics": metrics,
-            "partition_load_1m": row.get("partition_load_1m"),
+            LOAD: row.get(LOAD),
             "machine": {tag: tags.get(tag) for tag in MACHINE_TAGS},
         }
     return {"sweep_id": sweep.sweep_id, "parent_run_id": sweep.parent_run_id, "jobs": jobs}

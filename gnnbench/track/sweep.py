@@ -62,7 +62,6 @@ def record_skipped(tracking: TrackingSpec, keys: list[str], finished_run_id: str
 
 
 REUSED_RUN_TAG = "reused_run_id"
-BATCH = 100  # MLflow's most params (and tags) in one log_batch
 
 
 def link_reused_run(client, sweep: SweepIdentity, finished_run_id: str) -> None:
@@ -96,9 +95,7 @@ def link_reused_run(client, sweep: SweepIdentity, finished_run_id: str) -> None:
     params = [Param(k, v) for k, v in original.data.params.items()]
     status = "FAILED"  # a link cut short is no link: the next resume makes it again
     try:
-        for start in range(0, max(len(metrics), len(params)), BATCH):
-            client.log_batch(run_id, metrics=metrics[start : start + BATCH],
-                             params=params[start : start + BATCH])  # fmt: skip
+        client.log_batch(run_id, metrics=metrics, params=params)  # MLflow splits it in batches
         status = "FINISHED"
     finally:
         client.set_terminated(run_id, status)
