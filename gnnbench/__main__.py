@@ -242,6 +242,7 @@ SUBCOMMANDS = {
     "download": "gnnbench.data.download:main",  # public datasets ahead of their first use
     "baseline": "gnnbench.track.baseline:main",  # save a sweep's figures / check one against them
     "setup": "gnnbench.setup.baseline_envs:main",  # the in-memory METIS baselines' environments
+    "wheelhouse": "gnnbench.setup.wheelhouse:main",  # wheels for a machine without a package index
 }
 
 
