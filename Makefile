@@ -4,7 +4,7 @@ VENV ?= .venv
 PYTHON := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: install run test bench bench-baselines bench-compare lint clean setup-baselines gpu-check
+.PHONY: install run test bench bench-baselines bench-compare lint clean setup-baselines gpu-check wheelhouse
 
 install: $(VENV)/.installed
 
@@ -34,8 +34,14 @@ BASE ?=
 bench-compare: install  ## A/B speed vs BASE (default: merge base with main), interleaved in one run; names each kernel credibly >1.2x slower
 	$(PYTHON) -m bench.compare $(if $(BASE),--base $(BASE))
 
-gpu-check: install  ## every training mode on CUDA (num_gpus=1) and the gpu-marked tests; writes docs/gpu.md
-	$(PYTHON) scripts/gpu_check.py
+IMAGE ?= docs/gpu_check_image.txt
+wheelhouse: install  ## the wheels a CUDA machine without a package index lacks (its pip list: IMAGE), into ./wheelhouse
+	$(PYTHON) -m gnnbench wheelhouse --present $(IMAGE) --out wheelhouse
+
+# On the CUDA machine itself, with its own python3 and torch: no `install` (it would bring the CPU torch).
+GPU_PYTHON ?= python3
+gpu-check:  ## every training mode on CUDA and on the CPU (num_gpus=1), the gpu-marked tests; writes docs/gpu.md
+	$(GPU_PYTHON) scripts/gpu_check.py $(if $(wildcard wheelhouse/*.whl),--wheelhouse wheelhouse)
 
 lint: install
 	$(VENV)/bin/ruff check gnnbench tests bench

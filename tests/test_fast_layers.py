@@ -52,7 +52,7 @@ def outputs_and_gradients(conv, forward, edge_index, num_src, num_dst, features)
     conv.zero_grad()
     x = features.clone().requires_grad_(True)
     out = forward(conv, (x, x[:num_dst]), edge_index, (num_src, num_dst))
-    (out * torch.linspace(-1, 1, out.numel()).view_as(out)).sum().backward()
+    (out * torch.linspace(-1, 1, out.numel(), device=out.device).view_as(out)).sum().backward()
     return out.detach(), x.grad, {k: p.grad.clone() for k, p in conv.named_parameters()}
 
 

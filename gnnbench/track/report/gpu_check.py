@@ -1,146 +1,295 @@
-"""The GPU path in one command (scripts/gpu_check.py, `make gpu-check`): every training mode on
-one CUDA worker logged to a private MLflow store, the CUDA tests, and docs/gpu.md from both (the
-script's docstring says what each step runs)."""
+"""The GPU path in one command (scripts/gpu_check.py, `make gpu-check`): every training mode with
+num_gpus=1 on CUDA and then on the same machine's CPU, the CUDA tests, and docs/gpu.md from them.
+
+Built for a machine without a package index (an air-gapped cluster, a lent device): the runtime
+dependencies come from an offline wheelhouse (`gnnbench wheelhouse`) installed into a temporary
+folder, the raw files of cora and amazon_cs from --raw-dir, the synthetic graph is generated
+there. The whole check keeps to --budget-s: each sweep gets its share of the time left (GROUPS'
+weights), and one over its share is stopped: its unfinished jobs are recorded as timed out, not lost.
+"""
 
 from __future__ import annotations
 
-import datetime
+import json
 import os
-import platform
+import signal
 import subprocess
 import sys
 import tempfile
+import time
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from gnnbench.atomic import atomic_write_bytes
-from gnnbench.paths import REPO_ROOT, raw_dir
+from gnnbench.paths import REPO_ROOT
 
-DOC = REPO_ROOT / "docs" / "gpu.md"
-MEASURED = "<!-- gpu_check: measured -->"
+RESULTS = "gpu_check.json"
+EXPERIMENT = "gpu_check"
+STOP_GRACE_S = 20  # after SIGTERM, for the run to record itself KILLED and stop its workers
+TESTS_RESERVE_S = 45.0  # kept for the CUDA tests while the CUDA jobs run
+MIN_SHARE_S = 20.0  # kept for each group still to run (a process start and one small job)
+OVERRUN = 3.0  # a group may take up to this many times its share by weight, if the others' minimum is kept
+
+
+@dataclass(frozen=True)
+class CheckGroup:
+    """One `gnnbench -m` sweep of the check (num_gpus=1, the hash partitioner), one job per mode:
+    a sweep starts Python once for its jobs. `weight` is its share of the time budget relative
+    to the other groups."""
+
+    dataset: str
+    modes: tuple[str, ...]
+    epochs: int
+    p: int = 1
+    overrides: tuple[str, ...] = ()
+    weight: float = 1.0
+
+    @property
+    def name(self) -> str:
+        return f"{self.dataset}/{','.join(self.modes)}/p={self.p}"
+
+    def job_names(self) -> list[str]:
+        return [job_name(self.dataset, mode, self.p) for mode in self.modes]
+
+    def arguments(self, device: str) -> list[str]:
+        """What the jobs are (the doc lists these); command() adds where they log."""
+        return [f"dataset={self.dataset}", f"train={','.join(self.modes)}", f"p={self.p}",
+                "num_gpus=1", "partitioner=hash", f"train.epochs={self.epochs}", *self.overrides,
+                f"train.device={device}"]  # fmt: skip
+
+    def command(self, device: str, tracking_uri: str) -> list[str]:
+        return [sys.executable, "-m", "gnnbench", "-m", *self.arguments(device),
+                f"tracking.uri={tracking_uri}", f"tracking.experiment={EXPERIMENT}", "resume=false"]  # fmt: skip
+
+
+def job_name(dataset: str, mode: str, p: object) -> str:
+    return f"{dataset}/{mode}/p={p}"
+
+
 MODES = ("model_avg", "grad_avg", "centralized")
-RAW_DIR = raw_dir()
-DATASETS = {
-    "cora": RAW_DIR / "planetoid" / "ind.cora.x",
-    "amazon_cs": RAW_DIR / "npz" / "amazon_cs.npz",
+# the synthetic graph: 1 M nodes, 128 features (~10.4 M edges, generated in ~20 s), with 2% of
+# its nodes to train on (40 batches of 512), 1% to validate and 2% to test, and one evaluation,
+# so that the CPU half fits the budget (the same work on both devices)
+SYNTHETIC_SPLIT = ("dataset.split_fractions=[0.02,0.01,0.02]", "train.eval_every=2")
+GROUPS = (
+    CheckGroup("cora", MODES, 10, weight=1.0),
+    CheckGroup("amazon_cs", MODES, 10, weight=1.5),
+    CheckGroup("amazon_cs", ("model_avg",), 10, p=4, weight=1.0),  # more partitions than GPUs
+    CheckGroup("synthetic_large", MODES, 2, overrides=SYNTHETIC_SPLIT, weight=2.5),
+)
+
+
+@dataclass
+class GroupOutcome:
+    group: str  # the first job's dataset and the modes
+    device: str
+    status: str  # finished, failed (exit n), timed out, not run
+    wall_s: float
+    share_s: float
+    last_line: str
+    command: str
+
+
+class Budget:
+    """The time left of --budget-s, shared among the groups still to run: by weight, and up to
+    OVERRUN times that while the groups after it keep MIN_SHARE_S each."""
+
+    def __init__(self, seconds: float):
+        self.deadline = time.monotonic() + seconds
+
+    def left(self) -> float:
+        return max(0.0, self.deadline - time.monotonic())
+
+    def share(self, weight: float, weights_left: float, groups_after: int, reserve: float) -> float:
+        usable = max(0.0, self.left() - reserve)
+        by_weight = usable * weight / weights_left
+        return max(by_weight, min(OVERRUN * by_weight, usable - MIN_SHARE_S * groups_after))
+
+
+def stop_group(process: subprocess.Popen) -> None:
+    """SIGTERM to the job's process group (gnnbench stops its workers and records the run
+    KILLED), SIGKILL after STOP_GRACE_S."""
+    for sig, wait in ((signal.SIGTERM, STOP_GRACE_S), (signal.SIGKILL, 5)):
+        try:
+            os.killpg(process.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            process.wait(wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def run_job(
+    command: list[str], share_s: float, env: dict, cwd: Path, log
+) -> tuple[str, float, str]:
+    """(status, wall seconds, last line of output) of one command held to `share_s`."""
+    start = time.monotonic()
+    if share_s < 5:
+        return "not run", 0.0, "no time left in the budget"
+    process = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True, start_new_session=True)  # fmt: skip
+    lines: list[str] = []
+    try:
+        out, _ = process.communicate(timeout=share_s)
+        lines = out.splitlines()
+        status = "finished" if process.returncode == 0 else f"failed (exit {process.returncode})"
+    except subprocess.TimeoutExpired:
+        stop_group(process)
+        out, _ = process.communicate()
+        lines = (out or "").splitlines()
+        status = "timed out"
+    log.write("\n".join(["+ " + " ".join(command[1:]), *lines, ""]))
+    log.flush()
+    last = next((line for line in reversed(lines) if line.strip()), "")
+    return status, time.monotonic() - start, last.strip()[-300:]
+
+
+def gpu_test_files() -> list[str]:
+    """The test modules holding a test marked gpu (collecting only those needs no optional
+    package the others import)."""
+    return sorted(str(path.relative_to(REPO_ROOT)) for path in (REPO_ROOT / "tests").glob("test_*.py")
+                  if "pytest.mark.gpu" in path.read_text())  # fmt: skip
+
+
+def run_gpu_tests(share_s: float, env: dict, log) -> GroupOutcome:
+    command = [sys.executable, "-m", "pytest", "-m", "gpu", "-q", "-p", "no:cacheprovider",
+               *gpu_test_files()]  # fmt: skip
+    status, wall, last = run_job(command, share_s, env, REPO_ROOT, log)
+    return GroupOutcome("pytest -m gpu", "cuda", status, round(wall, 1), round(share_s, 1), last,
+                        " ".join(command[1:]))  # fmt: skip
+
+
+def job_environment(site: str | None, raw_dir: Path, scratch: Path) -> dict:
+    """The jobs' environment: the wheelhouse and this checkout on the path, a private
+    GNNBENCH_HOME (stores and books are made afresh), the raw files from --raw-dir."""
+    paths = [p for p in (site, str(REPO_ROOT), os.environ.get("PYTHONPATH")) if p]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(paths), "GNNBENCH_HOME": str(scratch / "home"),
+            "GNNBENCH_RAW_DIR": str(raw_dir.resolve()), "PYTHONUNBUFFERED": "1"}  # fmt: skip
+
+
+def run_groups(
+    devices: list[str], budget: Budget, env: dict, scratch: Path, log
+) -> list[GroupOutcome]:
+    """Each group on every device in turn (CUDA first: a check cut short by its budget still
+    holds GPU/CPU pairs), the CUDA tests after the first CUDA group; each held to its share of
+    what is left."""
+    tracking = f"sqlite:///{scratch}/mlflow.db"
+    plan = [(device, group) for group in GROUPS for device in devices]
+    weights_left = sum(group.weight for _, group in plan)
+    outcomes: list[GroupOutcome] = []
+    for index, (device, group) in enumerate(plan):
+        tests_pending = "cuda" in devices and not any(
+            o.group.startswith("pytest") for o in outcomes
+        )
+        reserve = TESTS_RESERVE_S if tests_pending else 0.0
+        share = budget.share(group.weight, weights_left, len(plan) - index - 1, reserve)
+        status, wall, last = run_job(group.command(device, tracking), share, env, scratch, log)
+        outcomes.append(GroupOutcome(group.name, device, status, round(wall, 1), round(share, 1),
+                                     last, "gnnbench -m " + " ".join(group.arguments(device))))  # fmt: skip
+        say(f"{device} {group.name}: {status} in {wall:.0f} s (share {share:.0f} s)")
+        weights_left -= group.weight
+        if device == "cuda" and tests_pending:
+            left_for_rest = MIN_SHARE_S * (len(plan) - index - 1)
+            outcomes.append(run_gpu_tests(max(budget.left() - left_for_rest, 0), env, log))
+            say(f"CUDA tests: {outcomes[-1].status}: {outcomes[-1].last_line}")
+    return outcomes
+
+
+def say(line: str) -> None:
+    print(f"gpu_check: {line}", flush=True)
+
+
+def job_outcomes(groups: list[GroupOutcome], figures: dict) -> list[dict]:
+    """One record per job: its run's status and figures from the store, or, where the sweep was
+    stopped before the job logged anything, its group's status."""
+    jobs = []
+    for outcome in groups:
+        if outcome.group.startswith("pytest"):
+            jobs.append({"job": outcome.group, **asdict(outcome)})
+            continue
+        group = next(g for g in GROUPS if g.name == outcome.group)
+        for name in group.job_names():
+            logged = figures.get((outcome.device, name))
+            status = RUN_STATUS.get(logged["run_status"], logged["run_status"]) if logged else (
+                outcome.status if outcome.status != "finished" else "not logged")  # fmt: skip
+            jobs.append({"job": name, "device": outcome.device, "status": status,
+                         "group_status": outcome.status, "wall_s": outcome.wall_s,
+                         "share_s": outcome.share_s, "last_line": outcome.last_line,
+                         "command": outcome.command, **(logged or {})})  # fmt: skip
+    return jobs
+
+
+RUN_STATUS = {
+    "FINISHED": "finished",
+    "FAILED": "failed",
+    "KILLED": "timed out",
+    "RUNNING": "timed out",
 }
 
 
-def cuda_summary() -> str | None:
-    """'<n> x <device name>, torch <v>, CUDA <v>', or None without a usable CUDA device."""
-    import torch
-
-    if not torch.cuda.is_available() or torch.cuda.device_count() == 0:
-        return None
-    names = sorted({torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())})
-    return (f"{torch.cuda.device_count()} x {', '.join(names)}, torch {torch.__version__}, "
-            f"CUDA {torch.version.cuda}")  # fmt: skip
-
-
-def train_all_modes(dataset: str, device: str, epochs: int, scratch: Path) -> int:
-    """One gnnbench sweep over the three modes on one worker, run in `scratch` (its Hydra
-    outputs and sweep report stay there); returns its exit code."""
-    tracking = f"sqlite:///{scratch}/mlflow.db"
-    command = [sys.executable, "-m", "gnnbench", "-m", f"dataset={dataset}",
-               f"train={','.join(MODES)}", "num_gpus=1", "p=1", "partitioner=hash",
-               f"train.epochs={epochs}", f"train.device={device}", f"tracking.uri={tracking}",
-               "tracking.experiment=gpu_check", "resume=false"]  # fmt: skip
-    print("+", " ".join(command[1:]), flush=True)
-    return subprocess.run(command, cwd=scratch, check=False).returncode
-
-
-def logged_runs(tracking: str) -> list[dict]:
-    """Dataset, mode, status and the figures of every run in the private store."""
+def logged_figures(tracking: str) -> dict[tuple[str, str], dict]:
+    """{(device, job name): params and figures} of every run the jobs logged."""
     from mlflow.tracking import MlflowClient
 
     client = MlflowClient(tracking_uri=tracking)
-    experiment = client.get_experiment_by_name("gpu_check")
+    experiment = client.get_experiment_by_name(EXPERIMENT)
     if experiment is None:
-        return []
-    rows = []
+        return {}
+    found = {}
     for run in client.search_runs([experiment.experiment_id], order_by=["attributes.start_time"]):
-        params, metrics = run.data.params, run.data.metrics
-        if "train.mode" not in params:  # a sweep's parent run
+        params = run.data.params
+        if "train.mode" not in params:
             continue
-        rows.append({
-            "dataset": params.get("dataset.name", "?"), "mode": params["train.mode"],
-            "status": run.info.status, "epoch_time_s": metrics.get("epoch_time_s"),
-            "gpu_peak_mb": metrics.get("gpu_peak_mb"), "test_f1": metrics.get("test_f1_micro"),
-        })  # fmt: skip
-    return rows
+        name = job_name(params.get("dataset.name"), params["train.mode"], params.get("p"))
+        found[(params.get("train.device", "?"), name)] = {
+            "run_status": run.info.status, "metrics": dict(run.data.metrics),
+            "versions": {k: v for k, v in params.items() if k.startswith(("version.", "machine."))},
+        }  # fmt: skip
+    return found
 
 
-def run_gpu_tests() -> tuple[int, str]:
-    """`pytest -m gpu` (the CUDA tests); its exit code and summary line."""
-    completed = subprocess.run(
-        [sys.executable, "-m", "pytest", "-m", "gpu", "-q", "-p", "no:cacheprovider", "tests"],
-        cwd=REPO_ROOT, capture_output=True, text=True, check=False,
-    )  # fmt: skip
-    lines = completed.stdout.strip().splitlines()
-    return completed.returncode, lines[-1] if lines else completed.stderr.strip()[-300:]
+def cuda_facts() -> dict[str, str]:
+    """The device, its driver, torch/CUDA/NCCL versions (empty without a CUDA device)."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return {}
+    nccl = torch.cuda.nccl.version()
+    facts = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__,
+             "cuda": str(torch.version.cuda), "nccl": ".".join(map(str, nccl)) if isinstance(nccl, tuple) else str(nccl),
+             "gpu_memory_gb": f"{torch.cuda.get_device_properties(0).total_memory / 2**30:.1f}"}  # fmt: skip
+    try:
+        smi = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=20, check=True)  # fmt: skip
+        facts["driver"] = smi.stdout.strip().splitlines()[0]
+    except (OSError, subprocess.SubprocessError, IndexError):
+        facts["driver"] = "unknown (no nvidia-smi)"
+    return facts
 
 
-def figure(value: float | None, digits: int) -> str:
-    return "-" if value is None else f"{value:.{digits}f}"
+def check(devices: list[str], budget_s: float, site: str | None, raw_dir: Path, out: Path) -> int:
+    """Run the check (the wheelhouse installed in `site`, if any) and write `out`/gpu_check.json,
+    `out`/gpu.md and the jobs' output in `out`/gpu_check.log; exit status 1 when a job or test
+    did not finish."""
+    from gnnbench.track.report.gpu_doc import measured_doc, write_doc
 
-
-def measured_doc(
-    device: str, backend: str, epochs: int, rows: list[dict], tests: tuple[int, str]
-) -> str:
-    table = ["| dataset | mode | status | epoch s | gpu_peak_mb | test micro-F1 |",
-             "|---|---|---|---|---|---|"]  # fmt: skip
-    for row in rows:
-        table.append(
-            f"| {row['dataset']} | {row['mode']} | {row['status']} | "
-            f"{figure(row['epoch_time_s'], 3)} | {figure(row['gpu_peak_mb'], 0)} | "
-            f"{figure(row['test_f1'], 4)} |"
-        )
-    return "\n".join([
-        "# GPU check", "", MEASURED, "",
-        f"`make gpu-check` (scripts/gpu_check.py) on {platform.node()}, "
-        f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC: {device}.", "",
-        f"GraphSAGE 2x256, fanouts 25/10, batch 512, {epochs} epochs, one worker (num_gpus=1, "
-        f"p=1, hash partitioner), {backend} for the distributed modes.", "", *table, "",
-        f"CUDA tests (`pytest -m gpu`): exit {tests[0]}, `{tests[1]}`.", "",
-    ])  # fmt: skip
-
-
-def not_run_doc() -> str:
-    return "\n".join([
-        "# GPU check", "",
-        "**No CUDA device: not run.** No GPU was available to the session that wrote this page "
-        f"({platform.node()}, {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d} UTC), so "
-        "the GPU figures (epoch time and gpu_peak_mb of model_avg, grad_avg and centralized on "
-        "cora and amazon_cs) and the CUDA tests' outcome are missing.", "",
-        "On a CUDA machine, `make gpu-check` (scripts/gpu_check.py) trains the three modes with "
-        "num_gpus=1 on cora (and amazon_cs when its raw file is present), runs the tests marked "
-        "`gpu` and rewrites this page with the measured table.", "",
-    ])  # fmt: skip
-
-
-def check(device: str, epochs: int, doc: Path, datasets: list[str]) -> int:
-    """Train every mode on each present dataset on `device` (cuda or cpu) and write `doc`; the
-    exit status (0 also without a CUDA device: the doc then says so, unless it holds measured
-    figures)."""
-    if device == "cuda":
-        summary = cuda_summary()
-        if summary is None:
-            print("no CUDA device: not run")
-            if doc.is_file() and MEASURED in doc.read_text():
-                print(f"{doc} holds measured figures: kept")
-            else:
-                atomic_write_bytes(doc, not_run_doc().encode())
-                print(f"wrote {doc}")
-            return 0
-    else:
-        summary = f"CPU ({os.cpu_count()} cores), not a GPU check"
-    present = [name for name in datasets if DATASETS.get(name, Path("/")).is_file()]
-    failed = 0
-    with tempfile.TemporaryDirectory(prefix="gnnbench-gpu-check-") as scratch:
-        for dataset in present:
-            failed |= train_all_modes(dataset, device, epochs, Path(scratch)) != 0
-        rows = logged_runs(f"sqlite:///{scratch}/mlflow.db")
-    tests = run_gpu_tests() if device == "cuda" else (0, "not run on the CPU")
-    backend = "NCCL" if device == "cuda" else "gloo"
-    atomic_write_bytes(doc, measured_doc(summary, backend, epochs, rows, tests).encode())
-    print(doc.read_text())
-    return 1 if failed or tests[0] not in (0, 5) else 0  # 5: no tests collected
+    budget = Budget(budget_s)
+    started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    with tempfile.TemporaryDirectory(prefix="gnnbench-gpu-check-") as scratch_name:
+        scratch = Path(scratch_name)
+        env = job_environment(site, raw_dir, scratch)
+        with open(out / "gpu_check.log", "w") as log:
+            outcomes = run_groups(devices, budget, env, scratch, log)
+        figures = logged_figures(f"sqlite:///{scratch}/mlflow.db")
+    results = {"started": started, "budget_s": budget_s, "devices": devices, "facts": cuda_facts(),
+               "host": {"cores": os.cpu_count(), "python": sys.version.split()[0]},
+               "groups": [asdict(group) for group in GROUPS],
+               "outcomes": job_outcomes(outcomes, figures)}  # fmt: skip
+    atomic_write_bytes(out / RESULTS, json.dumps(results, indent=1).encode())
+    write_doc(out / "gpu.md", measured_doc(results))
+    print(
+        f"gpu_check: wrote {out / RESULTS} and {out / 'gpu.md'} ({budget_s - budget.left():.0f} s)"
+    )
+    return 0 if all(job["status"] == "finished" for job in results["outcomes"]) else 1

@@ -1,0 +1,74 @@
+"""The GPU check (scripts/gpu_check.py): its page regenerates from the committed results file, its
+budget is kept whatever a job does, and a machine without CUDA keeps a measured page."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from gnnbench.paths import REPO_ROOT
+from gnnbench.track.report import gpu_check, gpu_doc
+
+DOCS = REPO_ROOT / "docs"
+
+
+def load_script():
+    spec = importlib.util.spec_from_file_location(
+        "gpu_check_script", REPO_ROOT / "scripts" / "gpu_check.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_page_regenerates_from_the_committed_results(tmp_path: Path):
+    load_script().main(["--render", str(DOCS / "gpu_check.json"), "--out", str(tmp_path)])
+    assert (tmp_path / "gpu.md").read_text() == (DOCS / "gpu.md").read_text()
+
+
+def test_a_job_over_its_share_is_stopped_and_recorded_timed_out(tmp_path: Path):
+    log = (tmp_path / "log").open("w")
+    start = time.monotonic()
+    status, wall, last = gpu_check.run_job(
+        [sys.executable, "-c", "import time; print('started', flush=True); time.sleep(60)"],
+        5.0, {}, tmp_path, log,
+    )  # fmt: skip
+    assert status == "timed out" and last == "started"
+    assert time.monotonic() - start < 5.0 + gpu_check.STOP_GRACE_S
+    assert gpu_check.run_job(["true"], 4.0, {}, tmp_path, log)[0] == "not run"  # no time left
+
+
+def test_a_share_may_overrun_its_weight_but_keeps_the_rest_their_minimum():
+    budget = gpu_check.Budget(200.0)
+    by_weight = budget.share(1.0, 4.0, groups_after=3, reserve=0.0)
+    assert 49 < by_weight <= 200 - 3 * gpu_check.MIN_SHARE_S  # up to OVERRUN x 50 = 150, less 60
+    assert budget.share(1.0, 1.0, groups_after=0, reserve=50.0) == pytest.approx(150, abs=1)
+
+
+def test_jobs_of_a_stopped_sweep_take_their_status_from_the_store():
+    group = gpu_check.GROUPS[0]
+    outcome = gpu_check.GroupOutcome(
+        group.name, "cuda", "timed out", 40.0, 39.0, "x", "gnnbench -m"
+    )
+    first = group.job_names()[0]
+    figures = {("cuda", first): {"run_status": "FINISHED", "metrics": {"epoch_time_s": 1.0}}}
+    jobs = gpu_check.job_outcomes([outcome], figures)
+    assert [job["status"] for job in jobs] == ["finished"] + ["timed out"] * (len(jobs) - 1)
+    assert jobs[0]["metrics"] == {"epoch_time_s": 1.0}
+
+
+def test_without_cuda_a_measured_page_is_kept(tmp_path: Path, monkeypatch, capsys):
+    script = load_script()
+    monkeypatch.setattr(script, "has_cuda", lambda: False)
+    page = tmp_path / "gpu.md"
+    page.write_text(f"# GPU check\n\n{gpu_doc.MEASURED}\n")
+    assert script.main(["--out", str(tmp_path)]) == 0
+    assert "no CUDA device: not run" in capsys.readouterr().out
+    assert gpu_doc.MEASURED in page.read_text()
+    page.unlink()
+    script.main(["--out", str(tmp_path)])
+    assert "No CUDA device: not run" in page.read_text()
