@@ -412,3 +412,21 @@ def compose_cfg(*overrides: str):
 
     with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
         return compose("config", overrides=list(overrides))
+
+
+def test_auto_p_sizes_partitions_by_host_memory_on_cuda_and_logs_the_gpus(monkeypatch):
+    """A partition stays in host memory on CUDA (only batches and the model go to the GPU):
+    the same p as on the CPU, and the GPU's memory beside it for gpu_peak_mb."""
+    import torch
+
+    from gnnbench.partition.num_parts import MemoryBudget, auto_choice
+
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_properties",
+                        lambda index: type("Props", (), {"total_memory": 80 * 2**30})())  # fmt: skip
+    small_host = dict(worker_mem_gb=0.01, compute_mem_fraction=0.5)  # 5 MiB of data each
+    on_cuda = auto_choice(FakeStore(), num_gpus=2, budget=MemoryBudget(device="cuda", **small_host))
+    on_cpu = auto_choice(FakeStore(), num_gpus=2, budget=MemoryBudget(device="cpu", **small_host))
+    assert on_cuda["p"] == on_cpu["p"] == 3  # ceil(14.8 MiB / 5.12 MiB), not 2 from 80 GiB
+    assert on_cuda["auto_p_gpu_mem_mb"] == 80 * 1024 and "auto_p_gpu_mem_mb" not in on_cpu

@@ -1,10 +1,15 @@
-"""`p=auto`: SDT-GNN's rule for the number of partitions from the memory budget of one GPU.
+"""`p=auto`: SDT-GNN's rule for the number of partitions from the memory budget of one worker.
 
 S is what the workers must hold in all (the edge list plus the feature matrix, in bytes); each
-worker has M bytes (the GPU's memory on CUDA, `train.worker_mem_gb` on the CPU) and keeps
-T = compute_mem_fraction * M for computation, so M - T holds graph data. If the whole graph fits
-the workers' data share, p = num_gpus (one partition each); otherwise p = ceil(S / (M - T)), and
-the workers train those partitions in turn.
+worker has M bytes of host memory (`train.worker_mem_gb`) and keeps T = compute_mem_fraction * M
+for computation, so M - T holds graph data. If the whole graph fits the workers' data share,
+p = num_gpus (one partition each); otherwise p = ceil(S / (M - T)), and the workers train those
+partitions in turn.
+
+M is host memory on CUDA too: a worker's resident partition stays in host memory (its sampler
+reads it there) and only each batch's rows, the model and its optimizer state go to the GPU. So
+the GPU's memory does not size partitions; it is what the batches and the model may use, logged
+as `auto_p_gpu_mem_mb` beside the run's `gpu_peak_mb` (README, "What a run does").
 """
 
 from __future__ import annotations
@@ -26,8 +31,9 @@ UNSET_COMPUTE_FRACTION = 2 / 3
 
 @dataclass(frozen=True)
 class MemoryBudget:
-    """One worker's memory for p=auto: the GPU's own on CUDA (train.device not cpu), else
-    train.worker_mem_gb; train.compute_mem_fraction of it is kept for computation."""
+    """One worker's host memory for p=auto (train.worker_mem_gb, on CUDA too: the partition
+    stays in host memory), train.compute_mem_fraction of it kept for computation, and the device
+    the job trains on (whose GPU memory is logged beside it)."""
 
     device: str
     worker_mem_gb: float
@@ -69,12 +75,18 @@ def choose_num_parts(
 
 
 def memory_per_worker(budget: MemoryBudget) -> tuple[float, str]:
-    """(bytes, where from): the first CUDA device's memory, else train.worker_mem_gb."""
+    """(bytes, where from): the host memory of one worker, where its partition lives."""
+    return budget.worker_mem_gb * 2**30, "train.worker_mem_gb"
+
+
+def gpu_memory(budget: MemoryBudget) -> float | None:
+    """The first CUDA device's memory when the job trains there (what its batches and model
+    may use), else None."""
     import torch
 
     if budget.device != "cpu" and torch.cuda.is_available():
-        return float(torch.cuda.get_device_properties(0).total_memory), "cuda"
-    return budget.worker_mem_gb * 2**30, "train.worker_mem_gb"
+        return float(torch.cuda.get_device_properties(0).total_memory)
+    return None
 
 
 def graph_bytes(store) -> int:
@@ -87,12 +99,14 @@ def auto_num_parts(data_bytes: int, num_gpus: int, budget: MemoryBudget) -> dict
     """The chosen p and the figures it came from (logged with the run)."""
     memory, source = memory_per_worker(budget)
     fraction = budget.compute_mem_fraction
+    gpu = gpu_memory(budget)
     return {
         "p": choose_num_parts(data_bytes, num_gpus, memory, fraction),
         "auto_p_data_mb": data_bytes / 2**20,
         "auto_p_worker_mem_mb": memory / 2**20,
         "auto_p_memory_source": source,
         "auto_p_compute_fraction": fraction,
+        **({} if gpu is None else {"auto_p_gpu_mem_mb": gpu / 2**20}),
     }
 
 
