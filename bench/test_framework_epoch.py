@@ -35,9 +35,9 @@ import numpy as np
 import pytest
 import torch
 
-from gnnbench.atomic import atomic_directory
 from gnnbench.data.datasets import prepare_dataset
 from gnnbench.data.store import GraphStore
+from gnnbench.process.atomic import atomic_directory
 from gnnbench.setup.baseline_envs import distdgl_env, torch_sparse_with_metis
 from gnnbench.train.runner import run_training
 from gnnbench.train.spec import spec_from_conf

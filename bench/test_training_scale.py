@@ -21,9 +21,9 @@ import os
 
 import pytest
 
-from gnnbench.atomic import disk_bytes
 from gnnbench.partition.spec import PartitionSpec
 from gnnbench.partition.stage import run_partition_stage
+from gnnbench.process.atomic import disk_bytes
 from gnnbench.train.runner import run_training
 from gnnbench.train.spec import spec_from_conf
 

@@ -29,8 +29,8 @@ from gnnbench.cli import (
     take_verbose,
 )
 from gnnbench.errors import ConfigError, GnnbenchError, Interrupted
-from gnnbench.lifecycle import handle_interrupts
 from gnnbench.paths import CONF_DIR
+from gnnbench.process.lifecycle import handle_interrupts
 from gnnbench.startup import pause_collector, resume_collector
 
 if TYPE_CHECKING:  # imported with the job's modules (_load_job_modules), not at start-up
@@ -78,7 +78,7 @@ def _record_unstarted(config: dict, exc: BaseException) -> None:
     from hydra.core.hydra_config import HydraConfig
 
     from gnnbench.identity import digest, run_keys
-    from gnnbench.torchrun import torchrun_rank
+    from gnnbench.process.torchrun import torchrun_rank
     from gnnbench.track.mlflow_run import one_line, record_unstarted_failure
     from gnnbench.track.sweep import UNRECORDED_FAILURES
 
@@ -117,7 +117,7 @@ def _load_job_modules(cfg) -> None:
     MLflow only where this process logs the run (not a torchrun rank > 0)."""
     try:
         import gnnbench.run  # noqa: F401
-        from gnnbench.torchrun import torchrun_rank
+        from gnnbench.process.torchrun import torchrun_rank
         from gnnbench.track.store import import_tracking
 
         if not torchrun_rank():
@@ -169,7 +169,7 @@ def _job(cfg) -> dict | None:
 
 def _print_where_to_look(job: JobSpec, run_id: str) -> None:
     """The end of a single run: its id, the store and the command that shows it."""
-    from gnnbench.torchrun import torchrun_rank
+    from gnnbench.process.torchrun import torchrun_rank
     from gnnbench.track.dashboard import where_to_look
 
     if torchrun_rank():  # rank 0 logged it
@@ -187,7 +187,7 @@ def _print_where_to_look(job: JobSpec, run_id: str) -> None:
 def _sweep_not_started(config: dict) -> bool:
     """A sweep's job without its sweep's identity: the driver could not open the parent (a rank
     > 0 of torchrun opens none: rank 0 keeps the records)."""
-    from gnnbench.torchrun import torchrun_rank
+    from gnnbench.process.torchrun import torchrun_rank
 
     tracking = config.get("tracking")
     return not torchrun_rank() and isinstance(tracking, dict) and tracking.get("sweep") is None
@@ -198,7 +198,7 @@ def _nothing_to_do(job: JobSpec, keys: list[str], multirun: bool) -> bool:
     partitions (rank 0 runs it alone), or a job that already FINISHED (resume)."""
     from hydra.core.hydra_config import HydraConfig
 
-    from gnnbench.torchrun import torchrun_rank
+    from gnnbench.process.torchrun import torchrun_rank
     from gnnbench.track.sweep import TOTAL_ENV
     from gnnbench.train.coordinator import trains_on_partitions
 

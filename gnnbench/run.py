@@ -10,13 +10,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gnnbench.atomic import remove_stale_temporaries
 from gnnbench.data.datasets import prepare_dataset
 from gnnbench.partition.base import vertex_balance_bound
 from gnnbench.partition.num_parts import auto_choice
 from gnnbench.partition.spec import PartitionSpec
 from gnnbench.partition.stage import run_partition_stage
 from gnnbench.paths import gnnbench_home
+from gnnbench.process.atomic import remove_stale_temporaries
 from gnnbench.spec import JobSpec
 from gnnbench.track.mlflow_run import mlflow_run
 from gnnbench.train.coordinator import coordinator_for, trains_on_partitions

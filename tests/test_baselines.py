@@ -185,7 +185,7 @@ def test_an_allocation_over_the_cap_is_out_of_memory(tmp_path):
         f"""
         import numpy as np
         from pathlib import Path
-        from gnnbench.partition.memory_limit import apply_memory_limit
+        from gnnbench.process.memory_limit import apply_memory_limit
         from gnnbench.partition.stage import tracked
         from gnnbench.errors import OutOfMemory
 
@@ -210,7 +210,7 @@ def test_an_allocation_over_the_cap_is_out_of_memory(tmp_path):
 
 
 def test_out_of_memory_errors_are_recognised():
-    from gnnbench.partition.memory_limit import is_out_of_memory
+    from gnnbench.process.memory_limit import is_out_of_memory
 
     assert is_out_of_memory(MemoryError())
     assert is_out_of_memory(RuntimeError("std::bad_alloc"))
@@ -248,7 +248,7 @@ def test_pyg_metis_under_a_tiny_cap_is_out_of_memory_not_missing(pyg_metis_ready
         from gnnbench.errors import BaselineUnavailable
         from gnnbench.setup.baseline_envs import require_pyg_metis
         import resource
-        from gnnbench.partition.memory_limit import LIMIT, is_out_of_memory, private_bytes
+        from gnnbench.process.memory_limit import LIMIT, is_out_of_memory, private_bytes
 
         # no room left at all (apply_memory_limit refuses such a cap), so that the first thing
         # to fail is the loader mapping torch-sparse's library, whatever the import order

@@ -17,12 +17,12 @@ import numpy as np
 import pytest
 from cli import gnnbench, start
 
-from gnnbench.atomic import remove_stale_temporaries
 from gnnbench.data.datasets import prepare_dataset
 from gnnbench.errors import DataError
 from gnnbench.partition.book import PartitionBook, open_verified
 from gnnbench.partition.spec import PartitionSpec
 from gnnbench.partition.stage import run_partition_stage
+from gnnbench.process.atomic import remove_stale_temporaries
 
 SMALL_SYNTHETIC = {
     "name": "faults",

@@ -160,7 +160,7 @@ def test_read_only_graphs_dir_removes_nothing_half_written(tmp_path, gnnbench_ho
     def refuse_rename(src, dst):
         raise PermissionError(13, "Permission denied", str(dst))
 
-    monkeypatch.setattr("gnnbench.atomic.os.rename", refuse_rename)
+    monkeypatch.setattr("gnnbench.process.atomic.os.rename", refuse_rename)
     with pytest.raises(DataError, match=r"graphs: not writable \(Permission denied\)"):
         prepare_dataset(dataset)
     assert no_leftovers(gnnbench_home)

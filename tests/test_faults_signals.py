@@ -18,12 +18,12 @@ from pathlib import Path
 import pytest
 from cli import start
 
-from gnnbench import lifecycle
 from gnnbench.data.datasets import prepare_dataset
 from gnnbench.errors import Interrupted, Killed, OutOfMemory
 from gnnbench.partition import stage
 from gnnbench.partition.spec import PartitionSpec
 from gnnbench.partition.stage import run_partition_stage
+from gnnbench.process import lifecycle
 
 SPAWNED = "multiprocessing.spawn"  # a training rank's command line (its samplers are forks of it)
 PARTITION_CHILD = "gnnbench.partition.stage"
@@ -250,7 +250,9 @@ def test_sigkilled_main_takes_its_partition_process_along(job_in):
 def test_child_of_a_parent_already_gone_ends_itself():
     """die_with_parent closes the race of a parent dying before the child asked: a parent pid
     that is not its parent makes the child SIGKILL itself at once."""
-    code = "from gnnbench.lifecycle import die_with_parent; die_with_parent(1); print('alive')"
+    code = (
+        "from gnnbench.process.lifecycle import die_with_parent; die_with_parent(1); print('alive')"
+    )
     completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert completed.returncode == -signal.SIGKILL and "alive" not in completed.stdout
 

@@ -16,7 +16,6 @@ import pytest
 from conftest import requires_dataset
 from test_data_sources import dataset_config
 
-from gnnbench.atomic import atomic_directory
 from gnnbench.data import features as features_module
 from gnnbench.data import import_checks
 from gnnbench.data.builder import seeded_split
@@ -28,7 +27,8 @@ from gnnbench.partition.gnn_ready import build_partitions
 from gnnbench.partition.spec import PartitionSpec
 from gnnbench.partition.stage import run_partition_stage
 from gnnbench.paths import CONF_DIR, REPO_ROOT
-from gnnbench.peak_rss import PeakRss
+from gnnbench.process.atomic import atomic_directory
+from gnnbench.process.peak_rss import PeakRss
 
 
 def synthetic(**overrides) -> dict:

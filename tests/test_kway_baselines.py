@@ -20,8 +20,6 @@ from conftest import CORA, requires_dataset
 from graphs import make_store
 from test_data_sources import dataset_config
 
-from gnnbench import lifecycle
-from gnnbench.atomic import is_stale
 from gnnbench.data.datasets import prepare_dataset
 from gnnbench.errors import BaselineUnavailable, ConfigError, OutOfMemory
 from gnnbench.partition.algorithms.kahip import MODES
@@ -30,6 +28,8 @@ from gnnbench.partition.base import vertex_balance_bound
 from gnnbench.partition.in_memory import EXTRA_INSTALL
 from gnnbench.partition.spec import PartitionSpec
 from gnnbench.partition.stage import run_partition_stage
+from gnnbench.process import lifecycle
+from gnnbench.process.atomic import is_stale
 
 SETTINGS = [("kaminpar", {"context": c}) for c in CONTEXTS] + [
     ("kahip", {"mode": m}) for m in MODES
@@ -174,8 +174,8 @@ def test_package_out_of_memory_under_the_cap_is_out_of_memory(gnnbench_home, nam
         import numpy as np
         from pathlib import Path
         from gnnbench.data.store import GraphStore
-        from gnnbench.partition.memory_limit import apply_memory_limit, is_out_of_memory
-        from gnnbench.partition.memory_limit import private_bytes
+        from gnnbench.process.memory_limit import apply_memory_limit, is_out_of_memory
+        from gnnbench.process.memory_limit import private_bytes
         from gnnbench.partition.spec import PartitionSpec
         import {name}
         store = GraphStore(Path({str(store.path)!r}))

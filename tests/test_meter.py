@@ -28,7 +28,7 @@ from gnnbench.partition import stage
 from gnnbench.partition.base import PARTITIONERS
 from gnnbench.partition.spec import PartitionSpec
 from gnnbench.paths import gnnbench_home
-from gnnbench.peak_rss import current_rss_mb
+from gnnbench.process.peak_rss import current_rss_mb
 from gnnbench.setup import baseline_envs
 
 # Every way a partitioner can read the graph out of a GraphStore.

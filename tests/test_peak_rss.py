@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from gnnbench.peak_rss import PeakRss, peak_rss_mb, reset_peak_rss
+from gnnbench.process.peak_rss import PeakRss, peak_rss_mb, reset_peak_rss
 
 MB = 1 << 20
 
@@ -34,7 +34,7 @@ def test_child_does_not_inherit_the_parents_peak():
     """A child started from a 400 MB parent measures its own work, not the parent's size:
     ru_maxrss would read >= 400 MB there (Linux carries it across fork and exec)."""
     block = np.ones(400 * MB // 8)
-    code = "from gnnbench.peak_rss import PeakRss\nwith PeakRss() as rss: pass\nprint(rss.peak_mb)"
+    code = "from gnnbench.process.peak_rss import PeakRss\nwith PeakRss() as rss: pass\nprint(rss.peak_mb)"
     # preexec_fn forces fork+exec (not vfork), as the partition stage's launch does
     out = subprocess.run(
         [sys.executable, "-c", code],

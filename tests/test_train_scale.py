@@ -12,12 +12,12 @@ import pytest
 import yaml
 from conftest import CORA, requires_dataset
 
-from gnnbench.atomic import disk_bytes
 from gnnbench.data.datasets import prepare_dataset
 from gnnbench.partition.num_parts import MemoryBudget, auto_num_parts, graph_bytes
 from gnnbench.partition.spec import PartitionSpec
 from gnnbench.partition.stage import run_partition_stage
 from gnnbench.paths import CONF_DIR
+from gnnbench.process.atomic import disk_bytes
 from gnnbench.train.runner import run_training
 from gnnbench.train.spec import spec_from_conf
 
@@ -157,7 +157,7 @@ def test_seeded_run_is_unchanged(key, gnnbench_home):
 def _load_under_cap(store_path, book_path, feature_dim: int, cap_extra_mb: int, answer) -> None:
     """In a forked child: cap the process a little above what it holds, then load partition 0."""
     from gnnbench.errors import OutOfMemory
-    from gnnbench.partition.memory_limit import apply_memory_limit, private_bytes
+    from gnnbench.process.memory_limit import apply_memory_limit, private_bytes
     from gnnbench.train.resident import ResidentPartitions
     from gnnbench.train.spec import Job
 

@@ -43,9 +43,9 @@ from pathlib import Path
 import numba
 import numpy as np
 
-from gnnbench.atomic import temporary_name
 from gnnbench.data.store import DEFAULT_CHUNK_EDGES, GraphStore, NpyLayout
 from gnnbench.errors import ConfigError, DataError
+from gnnbench.process.atomic import temporary_name
 
 INDPTR_FILE = "adj_indptr.npy"
 INDICES_FILE = "adj_indices.npy"

@@ -20,7 +20,6 @@ from pathlib import Path
 
 import numpy as np
 
-from gnnbench.atomic import atomic_directory
 from gnnbench.data.canonical import write_canonical_edges
 from gnnbench.data.features import FeatureFile, feature_dtype_of
 from gnnbench.data.graph_ops import streaming_degree
@@ -34,6 +33,7 @@ from gnnbench.data.import_checks import (
 )
 from gnnbench.data.store import FORMAT_VERSION, GraphStore, NpyLayout
 from gnnbench.errors import ConfigError, DataError
+from gnnbench.process.atomic import atomic_directory
 
 SPLIT_FRACTIONS = (0.70, 0.15, 0.15)  # the builder's default; dataset.split_fractions sets it
 

@@ -7,7 +7,7 @@
 
 Only missing files are fetched, and only those that fill `dataset.path` (a path pointed at the
 user's own copy elsewhere fetches nothing). Each file is written to a temporary sibling
-(`.<name>.tmp-<host>-<pid>`, gnnbench/atomic.py), verified, then renamed: a killed download
+(`.<name>.tmp-<host>-<pid>`, gnnbench/process/atomic.py), verified, then renamed: a killed download
 leaves that temporary (removed by the next attempt once its process is gone), never a file
 under the name a later run reads. `GNNBENCH_DOWNLOAD_BASE=http://host:port` fetches
 `<base>/<origin host>/<origin path>` instead of the origin: a mirror, or a test's loopback server.
@@ -29,9 +29,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from gnnbench.atomic import remove_stale_in, temporary_name
 from gnnbench.errors import ConfigError, DataError
 from gnnbench.paths import raw_dir
+from gnnbench.process.atomic import remove_stale_in, temporary_name
 
 BASE_VARIABLE = "GNNBENCH_DOWNLOAD_BASE"
 CHECKSUMS = {"sha256": 64, "git-sha1": 40}  # algorithm -> hex digits

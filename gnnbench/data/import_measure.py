@@ -1,5 +1,5 @@
 """The import's own cost, measured like the partition stage: seconds, memray heap peak, and the
-resident peak since the import started (gnnbench.peak_rss: never a launcher's carried-over size).
+resident peak since the import started (gnnbench.process.peak_rss: never a launcher's carried-over size).
 
 The figures go into the store's meta.json (import_time_s, import_peak_mb, import_rss_mb), so the
 track stage logs them with every run that uses the store.
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import memray
 
-from gnnbench.peak_rss import PeakRss
+from gnnbench.process.peak_rss import PeakRss
 
 
 @contextmanager

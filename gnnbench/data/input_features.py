@@ -22,9 +22,9 @@ import logging
 
 import numpy as np
 
-from gnnbench.atomic import atomic_write_bytes
 from gnnbench.data.store import GraphStore
 from gnnbench.errors import ConfigError, DataError
+from gnnbench.process.atomic import atomic_write_bytes
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ structure-only figure is the one every partitioner reports), and calls
 return_mapping=True)`. Loading and partitioning run under one memray tracker (imports do not, as
 in gnnbench's own stage). It writes `result.json` (peak_mb, rss_mb, seconds, or error) and
 `owner.npy` (DGL's partition of every original node id) to --out. rss_mb follows
-gnnbench/peak_rss.py (not importable here): the resident peak since a reset when the step starts.
+gnnbench/process/peak_rss.py (not importable here): the resident peak since a reset when the step starts.
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ def partition(store: Path, parts: int, seed: int, out: Path, features: bool) -> 
 
 def reset_peak_rss() -> None:
     """Start the resident high-water mark at the current size (Linux >= 4.0), as
-    gnnbench/peak_rss.py does: ru_maxrss would carry the launcher's size across fork and exec."""
+    gnnbench/process/peak_rss.py does: ru_maxrss would carry the launcher's size across fork and exec."""
     try:
         Path("/proc/self/clear_refs").write_text("5")
     except OSError:

@@ -20,8 +20,6 @@ from pathlib import Path
 
 import numpy as np
 
-from gnnbench import lifecycle
-from gnnbench.atomic import atomic_directory, remove_stale_in
 from gnnbench.data.store import GraphStore
 from gnnbench.errors import GnnbenchError, OutOfMemory, error_record, from_record
 from gnnbench.identity import book_identity, book_path
@@ -33,7 +31,11 @@ from gnnbench.partition.book import (
     open_verified,
 )
 from gnnbench.partition.gnn_ready import build_partitions
-from gnnbench.partition.memory_limit import (
+from gnnbench.partition.refine import warm_up as warm_up_refine
+from gnnbench.partition.spec import PartitionSpec
+from gnnbench.process import lifecycle
+from gnnbench.process.atomic import atomic_directory, remove_stale_in
+from gnnbench.process.memory_limit import (
     apply_memory_limit,
     is_out_of_memory,
     memory_limit_bytes,
@@ -41,9 +43,7 @@ from gnnbench.partition.memory_limit import (
     peak_of,
     uncapped,
 )
-from gnnbench.partition.refine import warm_up as warm_up_refine
-from gnnbench.partition.spec import PartitionSpec
-from gnnbench.peak_rss import PeakRss
+from gnnbench.process.peak_rss import PeakRss
 
 
 def run_partition_stage(
@@ -148,7 +148,7 @@ def _warm_up(partitioner: PartitionSpec, p: int, seed: int) -> None:
 
 def tracked(tracker_file: Path, work, name: str = "", limit_bytes: int | None = None):
     """Run `work()` under a memray tracker; return its result, heap peak (MB), resident peak
-    (MB, since the step's start: gnnbench.peak_rss, docs/design.md "Metrics") and seconds.
+    (MB, since the step's start: gnnbench.process.peak_rss, docs/design.md "Metrics") and seconds.
 
     A failed allocation becomes `OutOfMemory` carrying the peaks the work reached.
     """

@@ -29,8 +29,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from gnnbench.errors import BaselineUnavailable, GnnbenchError
-from gnnbench.partition.memory_limit import is_out_of_memory
 from gnnbench.paths import gnnbench_home
+from gnnbench.process.memory_limit import is_out_of_memory
 
 TORCH_SPARSE = "torch-sparse==0.6.18"
 TORCH_SCATTER = "torch-scatter==2.1.2"

@@ -28,8 +28,8 @@ import zipfile
 from importlib.metadata import requires
 from pathlib import Path
 
-from gnnbench.atomic import atomic_directory, atomic_write_bytes
 from gnnbench.errors import DataError, GnnbenchError
+from gnnbench.process.atomic import atomic_directory, atomic_write_bytes
 
 BUDGET_MIB = 56.0  # what travels with the working tree to a device machine beside the code
 MANIFEST = "wheelhouse.json"

@@ -15,8 +15,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gnnbench.atomic import disk_bytes
 from gnnbench.identity import ORIGIN_KEYS
+from gnnbench.process.atomic import disk_bytes
 
 if TYPE_CHECKING:
     from gnnbench.spec import JobSpec

@@ -29,8 +29,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from gnnbench.atomic import pid_alive
 from gnnbench.errors import TrackingError
+from gnnbench.process.atomic import pid_alive
 
 log = logging.getLogger(__name__)
 

@@ -25,7 +25,7 @@ from hydra.experimental.callback import Callback
 
 from gnnbench.composition import sweep_grid, sweep_overrides
 from gnnbench.identity import sweep_id_of
-from gnnbench.torchrun import torchrun_rank
+from gnnbench.process.torchrun import torchrun_rank
 from gnnbench.track.mlflow_run import one_line
 from gnnbench.track.report.query import job_of, key_aliases, newest_per_job
 from gnnbench.track.spec import SweepIdentity, TrackingSpec

@@ -20,8 +20,8 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset, Sampler
 
-from gnnbench import lifecycle
-from gnnbench.peak_rss import peak_rss_mb, reset_peak_rss
+from gnnbench.process import lifecycle
+from gnnbench.process.peak_rss import peak_rss_mb, reset_peak_rss
 from gnnbench.train.batching import BatchPlan, computation_cost, induced_batch
 from gnnbench.train.sampler import SampledBatch, batch_seed, node_scratch
 

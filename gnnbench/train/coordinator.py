@@ -14,7 +14,7 @@ from contextlib import AbstractContextManager as ContextManager
 from typing import Any, TypeVar
 
 from gnnbench.errors import GnnbenchError, error_record, from_record
-from gnnbench.torchrun import torchrun_rank
+from gnnbench.process.torchrun import torchrun_rank
 from gnnbench.train.spec import TrainSpec
 
 T = TypeVar("T")

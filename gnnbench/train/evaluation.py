@@ -25,7 +25,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from gnnbench.peak_rss import PeakRss, peak_rss_mb, reset_peak_rss
+from gnnbench.process.peak_rss import PeakRss, peak_rss_mb, reset_peak_rss
 from gnnbench.progress import INNER_LINE_EVERY_S, progress
 from gnnbench.train.batch_source import feature_rows
 from gnnbench.train.forward import forward, on_device, predict

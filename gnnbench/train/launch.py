@@ -26,9 +26,10 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from gnnbench import errors, lifecycle
+from gnnbench import errors
 from gnnbench.errors import ConfigError
-from gnnbench.partition.memory_limit import killed_by_signal
+from gnnbench.process import lifecycle
+from gnnbench.process.memory_limit import killed_by_signal
 from gnnbench.train.spec import Job, TrainSpec
 from gnnbench.train.worker import Worker
 

@@ -17,12 +17,12 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from gnnbench.atomic import disk_bytes
 from gnnbench.data.store import GraphStore
 from gnnbench.errors import OutOfMemory
 from gnnbench.partition.book import PartitionBook
-from gnnbench.partition.memory_limit import current_memory_limit, is_out_of_memory
-from gnnbench.peak_rss import current_rss_mb
+from gnnbench.process.atomic import disk_bytes
+from gnnbench.process.memory_limit import current_memory_limit, is_out_of_memory
+from gnnbench.process.peak_rss import current_rss_mb
 from gnnbench.train.batching import clusters
 from gnnbench.train.sampler import ALL_NEIGHBOURS, NeighbourSampler, batch_seed
 from gnnbench.train.spec import Job

@@ -17,7 +17,7 @@ import time
 import torch
 
 from gnnbench.errors import DataError
-from gnnbench.peak_rss import reset_peak_rss
+from gnnbench.process.peak_rss import reset_peak_rss
 from gnnbench.progress import progress
 from gnnbench.train.batch_source import BatchSource
 from gnnbench.train.context import ModelState, TrainingContext

@@ -19,11 +19,11 @@ from pathlib import Path
 
 import numpy as np
 
-from gnnbench import lifecycle
 from gnnbench.data.store import GraphStore
 from gnnbench.partition import distdgl_driver
 from gnnbench.partition.base import PARTITIONERS, PartitionResult
-from gnnbench.partition.memory_limit import (
+from gnnbench.process import lifecycle
+from gnnbench.process.memory_limit import (
     current_memory_limit,
     is_out_of_memory,
     out_of_memory,

@@ -24,7 +24,6 @@ import os
 
 import numpy as np
 
-from gnnbench.atomic import temporary_name
 from gnnbench.data.store import GraphStore
 from gnnbench.partition.base import PARTITIONERS, PartitionResult
 from gnnbench.partition.in_memory import (
@@ -33,6 +32,7 @@ from gnnbench.partition.in_memory import (
     imbalance_bound,
     require_package,
 )
+from gnnbench.process.atomic import temporary_name
 from gnnbench.spec_keys import whole_at_least
 
 # Bump when this module's output changes: part of every partition book's cache key.

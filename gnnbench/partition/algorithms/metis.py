@@ -12,7 +12,7 @@ import numpy as np
 
 from gnnbench.data.store import GraphStore
 from gnnbench.partition.base import PARTITIONERS, PartitionResult
-from gnnbench.partition.memory_limit import current_memory_limit
+from gnnbench.process.memory_limit import current_memory_limit
 
 # Bump when this module's output changes: part of every partition book's cache key.
 VERSION = "1"

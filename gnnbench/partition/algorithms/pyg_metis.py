@@ -26,9 +26,9 @@ from pathlib import Path
 
 import numpy as np
 
-from gnnbench import lifecycle
 from gnnbench.data.store import GraphStore
 from gnnbench.partition.base import PARTITIONERS, PartitionResult
+from gnnbench.process import lifecycle
 from gnnbench.setup.baseline_envs import require_pyg_metis
 
 # Bump when this module's output changes: part of every partition book's cache key.

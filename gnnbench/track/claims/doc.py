@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from gnnbench.atomic import atomic_write_bytes
 from gnnbench.paths import REPO_ROOT
+from gnnbench.process.atomic import atomic_write_bytes
 from gnnbench.track.claims.claim import Claim, Verdict, all_claims
 from gnnbench.track.claims.figures import save_figure
 from gnnbench.track.claims.runs import claim_frame, job_count_line

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from gnnbench.atomic import atomic_write_bytes
 from gnnbench.identity import as_text
+from gnnbench.process.atomic import atomic_write_bytes
 
 
 def _figure(ylabel: str, title: str):

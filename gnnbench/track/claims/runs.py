@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from gnnbench.atomic import atomic_write_bytes
 from gnnbench.composition import sweep_grid
 from gnnbench.errors import DataError, GnnbenchError
 from gnnbench.identity import KEYS_ADDED_LATER, as_text, text_identity
 from gnnbench.paths import CONF_DIR, REPO_ROOT
+from gnnbench.process.atomic import atomic_write_bytes
 from gnnbench.track.claims.claim import Claim, all_claims
 from gnnbench.track.claims.tables import has_columns
 from gnnbench.track.report.query import (

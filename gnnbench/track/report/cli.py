@@ -21,8 +21,8 @@ import io
 import sys
 from pathlib import Path
 
-from gnnbench.atomic import atomic_write_bytes
 from gnnbench.errors import GnnbenchError
+from gnnbench.process.atomic import atomic_write_bytes
 from gnnbench.track.report.plots import figures
 from gnnbench.track.report.query import DEFAULT_AXES, load_sweep, open_store
 from gnnbench.track.report.tables import (

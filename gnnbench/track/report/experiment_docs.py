@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from gnnbench.atomic import atomic_write_bytes
 from gnnbench.paths import REPO_ROOT
+from gnnbench.process.atomic import atomic_write_bytes
 
 
 def table_arguments(description: str | None) -> argparse.Namespace:

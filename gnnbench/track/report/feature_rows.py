@@ -9,10 +9,10 @@ import time
 
 import numpy as np
 
-from gnnbench.atomic import disk_bytes
 from gnnbench.data.datasets import prepare_dataset
 from gnnbench.partition.spec import PartitionSpec
 from gnnbench.partition.stage import run_partition_stage
+from gnnbench.process.atomic import disk_bytes
 
 
 def gather_seconds(book, rows_per_batch: int, batches: int) -> float:

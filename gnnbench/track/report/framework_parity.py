@@ -15,11 +15,11 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from gnnbench.atomic import atomic_write_bytes
 from gnnbench.data.datasets import prepare_dataset
 from gnnbench.data.store import GraphStore
 from gnnbench.errors import ConfigError
 from gnnbench.paths import CONF_DIR, REPO_ROOT
+from gnnbench.process.atomic import atomic_write_bytes
 from gnnbench.setup.baseline_envs import distdgl_env, torch_sparse_with_metis
 from gnnbench.train.runner import run_training
 from gnnbench.train.spec import spec_from_conf

@@ -20,8 +20,8 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from gnnbench.atomic import atomic_write_bytes
 from gnnbench.paths import REPO_ROOT
+from gnnbench.process.atomic import atomic_write_bytes
 
 RESULTS = "gpu_check.json"
 EXPERIMENT = "gpu_check"

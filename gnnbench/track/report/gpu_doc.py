@@ -8,7 +8,7 @@ import platform
 import time
 from pathlib import Path
 
-from gnnbench.atomic import atomic_write_bytes
+from gnnbench.process.atomic import atomic_write_bytes
 
 MEASURED = "<!-- gpu_check: measured -->"
 F1_TOLERANCE = 0.01  # GPU against CPU, same seeds (issue 45)

@@ -9,7 +9,7 @@ import math
 from collections.abc import Sequence
 from pathlib import Path
 
-from gnnbench.atomic import atomic_write_bytes
+from gnnbench.process.atomic import atomic_write_bytes
 from gnnbench.track.report.plots import PLOTS, Plot
 from gnnbench.track.report.query import (
     AXES,

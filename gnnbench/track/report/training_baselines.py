@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from gnnbench.atomic import atomic_write_bytes
 from gnnbench.paths import REPO_ROOT
+from gnnbench.process.atomic import atomic_write_bytes
 from gnnbench.track.tags import JOB, role_filter
 
 EXPERIMENT = "training_baselines"

@@ -60,7 +60,7 @@ class BaselineMode(TrainingMode):
     @classmethod
     def check(cls, spec: TrainSpec, p: int | None) -> None:
         from gnnbench.errors import ConfigError
-        from gnnbench.torchrun import under_torchrun
+        from gnnbench.process.torchrun import under_torchrun
 
         mode = spec.mode
         for key, required in cls.RECIPE.items():

@@ -35,7 +35,7 @@ import torch.distributed as dist
 import torch.nn.functional as F
 
 from gnnbench.errors import BaselineUnavailable
-from gnnbench.peak_rss import peak_rss_mb, reset_peak_rss
+from gnnbench.process.peak_rss import peak_rss_mb, reset_peak_rss
 from gnnbench.train import metrics
 from gnnbench.train.baselines import summary
 from gnnbench.train.spec import Job, ModelSpec

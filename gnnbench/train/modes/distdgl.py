@@ -33,10 +33,10 @@ from pathlib import Path
 
 import numpy as np
 
-from gnnbench import lifecycle
-from gnnbench.atomic import remove_stale_in, temporary_name
 from gnnbench.errors import ConfigError, GnnbenchError
 from gnnbench.paths import gnnbench_home
+from gnnbench.process import lifecycle
+from gnnbench.process.atomic import remove_stale_in, temporary_name
 from gnnbench.setup.baseline_envs import distdgl_environment
 from gnnbench.train import metrics
 from gnnbench.train.baselines import BaselineMode, summary

@@ -118,7 +118,7 @@ def signal_death(
     this one; where it is unreadable (and the kernel log is not readable unprivileged), a SIGKILL
     is reported as Killed. Otherwise Killed, naming the signal.
     """
-    from gnnbench.partition.memory_limit import killed_by_signal
+    from gnnbench.process.memory_limit import killed_by_signal
 
     name = killed_by_signal(returncode)
     if name is None:
