@@ -18,7 +18,6 @@ import sys
 from typing import TYPE_CHECKING
 
 from gnnbench.cli import (
-    CONFIG_NAME,
     HydraConfigs,
     check_group_choices,
     check_overrides,
@@ -29,7 +28,7 @@ from gnnbench.cli import (
     take_verbose,
 )
 from gnnbench.errors import ConfigError, GnnbenchError, Interrupted
-from gnnbench.paths import CONF_DIR
+from gnnbench.paths import CONF_DIR, CONFIG_NAME
 from gnnbench.process.lifecycle import handle_interrupts
 from gnnbench.startup import pause_collector, resume_collector
 

@@ -21,9 +21,7 @@ from functools import cached_property
 from typing import Any
 
 from gnnbench.errors import ConfigError
-from gnnbench.paths import CONF_DIR
-
-CONFIG_NAME = "config"  # the primary config file: gnnbench/conf/config.yaml
+from gnnbench.paths import CONF_DIR, CONFIG_NAME
 
 HELP = """\
 gnnbench: benchmark and track distributed GNN training on partitioned graphs

@@ -18,9 +18,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from gnnbench.errors import ConfigError
-from gnnbench.paths import CONF_DIR, REPO_ROOT
+from gnnbench.paths import CONF_DIR, CONFIG_NAME, REPO_ROOT
 
-CONFIG_NAME = "config"  # the primary config file: gnnbench/conf/config.yaml
 # The groups whose block in config.yaml holds the keys every choice shares (README, "Keys every
 # partitioner shares", "Keys every dataset shares"); a file of the group setting one of them is
 # an error, since the block would override it without a word.

@@ -10,6 +10,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 # Hydra's primary config directory: inside the package, so a non-editable install has it
 # (pyproject.toml's package data).
 CONF_DIR = Path(__file__).resolve().parent / "conf"
+CONFIG_NAME = "config"  # the primary config file: CONF_DIR/config.yaml
 
 
 def gnnbench_home() -> Path:

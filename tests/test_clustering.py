@@ -184,6 +184,7 @@ def test_multilevel_refinement_never_raises_the_cut(random_graph):
     """FM at every coarse level lowers (weight over the bound, cut) or keeps it."""
     spec = PartitionSpec.defaults("quotient", **MULTILEVEL, level_fm_passes=4)
     stats = spec.run(random_graph, 4, 0).stats
+    assert stats["coarse_levels"] >= 1  # else the loop below would check nothing
     for level in range(1, stats["coarse_levels"] + 1):
         prefix = f"level_{level}_fm_"
         passes = sorted(int(k.rsplit("_", 1)[1]) for k in stats if k.startswith(prefix + "cut_"))
@@ -210,6 +211,7 @@ def test_clusters_stay_inside_blocks(random_graph):
     """Given a block per node (a V-cycle's partition), no cluster at any level spans two."""
     block = np.random.default_rng(0).integers(0, 4, size=random_graph.num_nodes)
     levels = coarsen(ensure_adjacency(random_graph), 9, 4, 20, seed=2, block=block)
+    assert levels  # else the loop below would check nothing
     finest = np.arange(random_graph.num_nodes)
     for level in levels:
         finest = level.label[finest]
