@@ -75,6 +75,15 @@ KEYS_ADDED_LATER: dict[str, Any] = {
     "dataset.feature_dtype": "float32",
     "dataset.split_fractions": [0.70, 0.15, 0.15],
     "partitioner.feature_rows": "copy",  # books before it copied feature rows into each partition
+    "train.cluster_method": "bfs",
+    "train.cluster_boundary": True,  # cluster batches held their boundary before the key
+}
+# Keys one value of another key alone reads (`train.strategy=cluster`): with any other value they
+# cannot change the job and stay out of its run key. Keys added later only: older keys read by one
+# strategy (num_clusters) have always been in run keys and stay there.
+READ_ONLY_UNDER = {
+    "train.cluster_method": ("train.strategy", "cluster"),
+    "train.cluster_boundary": ("train.strategy", "cluster"),
 }
 
 
@@ -140,14 +149,25 @@ def _without_keys(config: Mapping[str, Any], dotted_keys: Iterable[str]) -> dict
 
 
 def ignored_axes(config: Mapping[str, Any]) -> tuple[str, ...]:
-    """Top-level keys that cannot change what this job computes: those its training mode declares
-    (`TrainingMode.ignored_axes`), less what p=auto reads while p counts."""
+    """Keys that cannot change what this job computes: those its training mode declares
+    (`TrainingMode.ignored_axes`), less what p=auto reads while p counts, and the
+    READ_ONLY_UNDER keys its values leave unread."""
     from gnnbench.train.modes import TRAINING_MODES
 
     ignored = TRAINING_MODES.get(str(config["train"]["mode"])).ignored_axes
     if config["p"] == "auto" and "p" not in ignored:
-        return tuple(axis for axis in ignored if axis not in P_AUTO_READS)
-    return tuple(ignored)
+        ignored = tuple(axis for axis in ignored if axis not in P_AUTO_READS)
+    return (*ignored, *unread_keys(config))
+
+
+def unread_keys(config: Mapping[str, Any]) -> tuple[str, ...]:
+    """The READ_ONLY_UNDER keys the job's own values leave unread."""
+    unread = []
+    for key, (condition, value) in READ_ONLY_UNDER.items():
+        section, name = condition.split(".")
+        if config.get(section, {}).get(name) != value:
+            unread.append(key)
+    return tuple(unread)
 
 
 def run_keys(config: Mapping[str, Any]) -> list[str]:
@@ -188,7 +208,7 @@ def text_identity(row: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
     planned values), told apart as its run key tells them: the axes its train mode ignores and
     the keys added later at their neutral value read ''."""
     mode = row.get("train.mode")
-    config = {"train": {"mode": mode}, "p": row.get("p")}
+    config = {"train": {"mode": mode, "strategy": row.get("train.strategy")}, "p": row.get("p")}
     ignored = set(ignored_axes(config)) if mode else set()
     return tuple(
         (key, "" if {key, key.split(".")[0]} & ignored or is_neutral_text(key, text) else text)

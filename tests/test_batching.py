@@ -11,12 +11,12 @@ from gnnbench.train.batching import (
     BatchPlan,
     bfs_order,
     cluster_plans,
-    clusters,
     computation_cost,
     induced_batch,
     minibatch_plans,
     with_neighbours,
 )
+from gnnbench.train.clusters import clusters
 from gnnbench.train.runner import run_training
 from gnnbench.train.sampler import ALL_NEIGHBOURS, NeighbourSampler
 from gnnbench.train.spec import spec_from_conf
@@ -71,18 +71,46 @@ def test_cohesive_batches_cost_less_than_random_ones_on_a_path():
     assert costs[True] < 0.5 * costs[False]
 
 
-def test_cluster_batches_cover_training_nodes_inside_their_region():
+@pytest.mark.parametrize("boundary", [False, True])
+@pytest.mark.parametrize("method", ["bfs", "metis", "louvain"])
+def test_cluster_batches_cover_training_nodes_inside_their_region(method, boundary):
     indptr, indices = random_csr(num_nodes=80, num_edges=200)
     train = np.arange(0, 80, 3)
-    parts = clusters(indptr, indices, 8, seed=0)
-    assert sorted(np.concatenate(parts)) == list(range(80))
-    plans = cluster_plans(indptr, indices, train, parts, 3, np.random.default_rng(0))
+    parts = clusters(indptr, indices, 8, 0, method)
+    assert sorted(np.concatenate(parts)) == list(range(80))  # every node in exactly one
+    again = clusters(indptr, indices, 8, 0, method)
+    assert [list(part) for part in parts] == [list(part) for part in again]  # seeded
+    if method == "metis":
+        assert len(parts) == 8
+    plans = cluster_plans(indptr, indices, train, parts, 3, np.random.default_rng(0), boundary)
     assert sorted(np.concatenate([plan.seeds for plan in plans])) == list(train)
     for plan in plans:
         assert set(plan.seeds) <= set(plan.region)
         batch = induced_batch(indptr, indices, plan, 2)
         assert list(batch.n_id[: len(plan.seeds)]) == list(plan.seeds)
         assert set(batch.n_id) <= set(plan.region)
+
+
+def test_without_the_boundary_a_cluster_batch_holds_its_clusters_alone():
+    """GraphTheta's default: the region is the chosen clusters' nodes, no neighbour of theirs."""
+    indptr, indices = path_csr(6)  # 0-1-2-3-4-5
+    parts = [np.array([0, 1, 2]), np.array([3, 4, 5])]
+    rng = np.random.default_rng(0)
+    alone = cluster_plans(indptr, indices, np.arange(6), parts, 1, rng, boundary=False)
+    assert sorted(tuple(plan.region) for plan in alone) == [(0, 1, 2), (3, 4, 5)]
+    rng = np.random.default_rng(0)
+    held = cluster_plans(indptr, indices, np.arange(6), parts, 1, rng, boundary=True)
+    assert sorted(tuple(plan.region) for plan in held) == [(0, 1, 2, 3), (2, 3, 4, 5)]
+
+
+def test_metis_and_louvain_clusters_cut_fewer_edges_than_bfs_pieces():
+    """Community structure: two dense blocks joined by one edge are found by both methods."""
+    block = [(i, j) for i in range(10) for j in range(i + 1, 10)]
+    edges = np.array(block + [(i + 10, j + 10) for i, j in block] + [(0, 10)])
+    indptr, indices = csr_from_edges(edges, 20)
+    for method in ("metis", "louvain"):
+        parts = clusters(indptr, indices, 2, 0, method)
+        assert sorted(tuple(part) for part in parts) == [tuple(range(10)), tuple(range(10, 20))]
 
 
 def test_induced_batch_keeps_only_edges_inside_the_region():

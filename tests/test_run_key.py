@@ -55,6 +55,26 @@ def test_a_key_added_later_at_its_neutral_value_keeps_the_older_key():
     )
 
 
+def test_cluster_keys_count_only_where_the_cluster_strategy_reads_them():
+    """train.cluster_method and cluster_boundary came later, read by strategy=cluster alone:
+    every other job keeps its key whatever they hold; a cluster job keeps its key at what runs
+    before them computed (bfs clusters with their boundary) and changes with either."""
+
+    def with_train(**train):
+        return {"mode": "model_avg", "epochs": 3, **train}
+
+    for strategy in ("minibatch", "full"):
+        before = key("model_avg", train=with_train(strategy=strategy))
+        for method, boundary in (("bfs", False), ("metis", True), ("louvain", False)):
+            now = with_train(strategy=strategy, cluster_method=method, cluster_boundary=boundary)
+            assert key("model_avg", train=now) == before
+    before = key("model_avg", train=with_train(strategy="cluster"))
+    same = with_train(strategy="cluster", cluster_method="bfs", cluster_boundary=True)
+    assert key("model_avg", train=same) == before
+    for changed in ({"cluster_boundary": False}, {"cluster_method": "metis"}):
+        assert key("model_avg", train={**same, **changed}) != before
+
+
 def test_run_keys_hold_the_key_runs_were_tagged_with_while_the_key_counted(monkeypatch):
     config = {**BASE, "train": {"mode": "model_avg", "epochs": 3, "optimizer_state": "local"},
               "partitioner": {"name": "spring", "chunk_edges": 1048576}}  # fmt: skip

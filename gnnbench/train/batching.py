@@ -5,8 +5,9 @@
   them, cut into consecutive batches, so a batch's nodes share neighbours and its K-hop
   computational graph is smaller.
 - full (CATGNN): one batch per partition holding all its training nodes, every neighbour kept.
-- cluster (GraphTheta / Cluster-GCN): the partition is cut once into BFS-grown clusters; a batch is
-  a few clusters plus their boundary neighbours, trained on the subgraph that region induces.
+- cluster (GraphTheta / Cluster-GCN): the partition is cut once into clusters
+  (gnnbench/train/clusters.py, `train.cluster_method`); a batch is a few clusters, with their
+  boundary neighbours when `train.cluster_boundary`, trained on the subgraph that region induces.
 
 `computation_cost` counts CM-GCN's J(P) with unit node cost: the (node, layer) pairs a batch's
 blocks hold, input layer included.
@@ -87,12 +88,6 @@ def minibatch_plans(
     return [BatchPlan(key=i * batch_size, seeds=seeds) for i, seeds in enumerate(batches)]
 
 
-def clusters(indptr: np.ndarray, indices: np.ndarray, count: int, seed: int) -> list[np.ndarray]:
-    """The partition's nodes cut into `count` BFS-grown clusters of (nearly) equal size."""
-    order = bfs_order(indptr, indices, np.random.default_rng(seed))
-    return [piece for piece in np.array_split(order, min(count, len(order))) if len(piece)]
-
-
 def with_neighbours(indptr: np.ndarray, indices: np.ndarray, nodes: np.ndarray) -> np.ndarray:
     """`nodes` and their 1-hop neighbours, sorted."""
     starts, ends = indptr[nodes], indptr[nodes + 1]
@@ -109,8 +104,10 @@ def cluster_plans(
     parts: list[np.ndarray],
     per_batch: int,
     rng: np.random.Generator,
+    boundary: bool = False,
 ) -> list[BatchPlan]:
-    """One epoch: clusters shuffled, `per_batch` at a time; seeds are their training nodes."""
+    """One epoch: clusters shuffled, `per_batch` at a time; seeds are their training nodes, the
+    region the clusters alone or (`boundary`) with their 1-hop neighbours as inputs."""
     is_train = _mask(len(indptr) - 1, train)
     shuffled = rng.permutation(len(parts))
     plans = []
@@ -118,7 +115,7 @@ def cluster_plans(
         nodes = np.concatenate([parts[c] for c in shuffled[start : start + per_batch]])
         seeds = nodes[is_train[nodes]]
         if len(seeds):  # a batch without training nodes has no loss
-            region = with_neighbours(indptr, indices, nodes)
+            region = with_neighbours(indptr, indices, nodes) if boundary else np.sort(nodes)
             plans.append(BatchPlan(key=len(plans), seeds=seeds, region=region))
     return plans
 

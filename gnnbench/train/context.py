@@ -60,7 +60,8 @@ class TrainingContext:
         if spec.strategy == "full":
             return [BatchPlan(key=0, seeds=train)] if len(train) else []
         if spec.strategy == "cluster":
-            return cluster_plans(*graph, train, part.clusters, spec.clusters_per_batch, rng)
+            return cluster_plans(*graph, train, part.clusters, spec.clusters_per_batch, rng,
+                                 spec.cluster_boundary)  # fmt: skip
         size = spec.batch_size
         if spec.batches_per_epoch:
             size = max(1, -(-len(train) // spec.batches_per_epoch))

@@ -23,7 +23,7 @@ from gnnbench.partition.book import PartitionBook
 from gnnbench.process.atomic import disk_bytes
 from gnnbench.process.memory_limit import current_memory_limit, is_out_of_memory
 from gnnbench.process.peak_rss import current_rss_mb
-from gnnbench.train.batching import clusters
+from gnnbench.train.clusters import clusters
 from gnnbench.train.sampler import ALL_NEIGHBOURS, NeighbourSampler, batch_seed
 from gnnbench.train.spec import Job
 
@@ -144,5 +144,5 @@ class ResidentPartitions:
         if spec.strategy == "cluster":  # deterministic from its seed: recomputed, not kept
             seed = batch_seed(spec.seed, index)
             graph = (part.sampler.indptr, part.sampler.indices)
-            part.clusters = clusters(*graph, spec.num_clusters, seed)
+            part.clusters = clusters(*graph, spec.num_clusters, seed, spec.cluster_method)
         return part

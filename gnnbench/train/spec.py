@@ -18,6 +18,7 @@ from gnnbench.spec_keys import check_keys, whole_at_least, whole_axis
 
 STRATEGIES = ("minibatch", "full", "cluster")  # train.strategy (gnnbench/train/batching.py)
 BATCHINGS = ("random", "cohesive")  # train.batching, for strategy=minibatch
+CLUSTER_METHODS = ("bfs", "metis", "louvain")  # train.cluster_method, for strategy=cluster
 # p=auto's memory budget: only the partitioned modes' YAML carries it (centralized has no p).
 OPTIONAL_TRAIN_KEYS = ("worker_mem_gb", "compute_mem_fraction")
 # model_avg's alone: what happens to each partition's Adam moments at a sync
@@ -49,6 +50,12 @@ def _number(key: str, value: Any, positive: bool) -> float:
         expected = "> 0" if positive else ">= 0"
         raise ConfigError(f"train.{key}: expected a number {expected}, got {value!r}")
     return float(value)
+
+
+def _boolean(key: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f"train.{key}: expected true or false, got {value!r}")
+    return value
 
 
 def _choice(key: str, value: Any, choices: tuple[str, ...]) -> str:
@@ -109,6 +116,8 @@ class TrainSpec:
     batches_per_epoch: int  # 0: batch_size decides; else each partition's batches per epoch
     num_clusters: int  # cluster strategy: clusters per partition
     clusters_per_batch: int
+    cluster_method: str  # bfs | metis | louvain (GraphTheta's community detection)
+    cluster_boundary: bool  # a cluster batch also holds its clusters' 1-hop neighbours
     sampler_workers: int  # Armada: CPU processes preparing each trainer's batches (0: itself)
     lr: float
     weight_decay: float
@@ -179,6 +188,8 @@ def _train_values(train: Mapping[str, Any]) -> dict[str, Any]:
         device=_choice("device", train["device"], ("auto", "cpu", "cuda")),
         strategy=_choice("strategy", train["strategy"], STRATEGIES),
         batching=_choice("batching", train["batching"], BATCHINGS),
+        cluster_method=_choice("cluster_method", train["cluster_method"], CLUSTER_METHODS),
+        cluster_boundary=_boolean("cluster_boundary", train["cluster_boundary"]),
     )
     values.update({key: train.get(key) for key in OPTIONAL_TRAIN_KEYS})  # auto_num_parts checks
     if values["optimizer_state"] is not None:
