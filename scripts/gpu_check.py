@@ -12,6 +12,7 @@ page holding measured figures (gnnbench/track/report/gpu_check.py says what runs
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import tempfile
 import time
@@ -57,6 +58,7 @@ def main(argv: list[str]) -> int:
             write_doc(page, not_run_doc())
         return 0
     args.out.mkdir(parents=True, exist_ok=True)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # unwinds: the running job is stopped
     devices = ["cuda", "cpu"] if args.device == "cuda" else ["cpu"]
     start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="gnnbench-wheelhouse-") as scratch:

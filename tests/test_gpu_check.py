@@ -72,3 +72,28 @@ def test_without_cuda_a_measured_page_is_kept(tmp_path: Path, monkeypatch, capsy
     page.unlink()
     script.main(["--out", str(tmp_path)])
     assert "No CUDA device: not run" in page.read_text()
+
+
+def test_a_check_stopped_by_sigterm_leaves_no_job_running(tmp_path: Path):
+    """The check's SIGTERM unwinds through run_job, which stops the job's process group."""
+    import os
+    import signal
+    import subprocess
+
+    pid_file = tmp_path / "job.pid"
+    job = f"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(120)"
+    driver = (
+        "import signal, sys\n"
+        "from gnnbench.track.report.gpu_check import run_job\n"
+        "signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))\n"
+        f"run_job([sys.executable, '-c', {job!r}], 100.0, None, {str(tmp_path)!r}, open(sys.argv[1], 'w'))\n"
+    )  # fmt: skip
+    check = subprocess.Popen([sys.executable, "-c", driver, str(tmp_path / "log")], cwd=REPO_ROOT)
+    deadline = time.monotonic() + 30
+    while not (pid_file.exists() and pid_file.read_text()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    job_pid = int(pid_file.read_text())
+    check.send_signal(signal.SIGTERM)
+    assert check.wait(30) == 143
+    with pytest.raises(ProcessLookupError):
+        os.kill(job_pid, 0)

@@ -140,6 +140,9 @@ def run_job(
         out, _ = process.communicate()
         lines = (out or "").splitlines()
         status = "timed out"
+    except BaseException:  # the check itself interrupted: leave no job running
+        stop_group(process)
+        raise
     log.write("\n".join(["+ " + " ".join(command[1:]), *lines, ""]))
     log.flush()
     last = next((line for line in reversed(lines) if line.strip()), "")
