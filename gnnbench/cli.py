@@ -35,6 +35,7 @@ usage:
   python -m gnnbench download NAME|all           fetch public datasets now (else on first use)
   python -m gnnbench baseline save|check FILE    a sweep's figures as a baseline; exit 1 on regressions
   python -m gnnbench server [--store DIR] [--host H] [--port N]   an MLflow tracking server
+  python -m gnnbench wheelhouse --present FILE --out DIR   wheels for a machine without an index
 
 the sweep axes (any key can be swept; these are the usual ones) and what else a run takes:
   dataset=NAME        {datasets}
