@@ -149,19 +149,19 @@ def _without_keys(config: Mapping[str, Any], dotted_keys: Iterable[str]) -> dict
 
 
 def ignored_axes(config: Mapping[str, Any]) -> tuple[str, ...]:
-    """Keys that cannot change what this job computes: those its training mode declares
-    (`TrainingMode.ignored_axes`), less what p=auto reads while p counts, and the
-    READ_ONLY_UNDER keys its values leave unread."""
+    """Top-level keys that cannot change what this job computes: those its training mode declares
+    (`TrainingMode.ignored_axes`), less what p=auto reads while p counts."""
     from gnnbench.train.modes import TRAINING_MODES
 
     ignored = TRAINING_MODES.get(str(config["train"]["mode"])).ignored_axes
     if config["p"] == "auto" and "p" not in ignored:
-        ignored = tuple(axis for axis in ignored if axis not in P_AUTO_READS)
-    return (*ignored, *unread_keys(config))
+        return tuple(axis for axis in ignored if axis not in P_AUTO_READS)
+    return tuple(ignored)
 
 
 def unread_keys(config: Mapping[str, Any]) -> tuple[str, ...]:
-    """The READ_ONLY_UNDER keys the job's own values leave unread."""
+    """The READ_ONLY_UNDER keys the job's own values leave unread: out of its run key and of
+    its aliases alike (no run was ever keyed with them while unread)."""
     unread = []
     for key, (condition, value) in READ_ONLY_UNDER.items():
         section, name = condition.split(".")
@@ -179,7 +179,8 @@ def run_keys(config: Mapping[str, Any]) -> list[str]:
     `-m sync_interval=1,2 train=grad_avg` is one job run once and resumed once."""
     ignored = set(VOLATILE_KEYS) | set(ignored_axes(config))
     whole = {key: value for key, value in config.items() if key not in ignored}
-    whole = _without_keys(whole, [key for key in ORIGIN_KEYS if key in _dotted_keys(whole)])
+    left_out = (*ORIGIN_KEYS, *unread_keys(config))
+    whole = _without_keys(whole, [key for key in left_out if key in _dotted_keys(whole)])
     # a key a mode ignores inside a section (`partitioner.feature_rows`); jobs logged while it
     # still counted keep their keys as aliases
     inner = [key for key in ignored if "." in key and key in _dotted_keys(whole)]
@@ -209,7 +210,7 @@ def text_identity(row: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
     the keys added later at their neutral value read ''."""
     mode = row.get("train.mode")
     config = {"train": {"mode": mode, "strategy": row.get("train.strategy")}, "p": row.get("p")}
-    ignored = set(ignored_axes(config)) if mode else set()
+    ignored = set(ignored_axes(config)) | set(unread_keys(config)) if mode else set()
     return tuple(
         (key, "" if {key, key.split(".")[0]} & ignored or is_neutral_text(key, text) else text)
         for key, text in sorted(row.items())
