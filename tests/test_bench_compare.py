@@ -15,6 +15,7 @@ from bench.compare import (
     ROUNDS,
     THRESHOLD,
     compare_trees,
+    import_lines_only,
     median_interval,
     signed_rank_counts,
     table,
@@ -150,3 +151,11 @@ def test_planted_slowdowns_fail_the_gate(tmp_path):
     for kernel in PLANTS:
         assert rows[kernel].endswith(f"REGRESSED (> {THRESHOLD:g})"), report
     assert rows["ldg"].endswith("| ok"), report
+
+
+def test_a_diff_of_import_lines_alone_selects_no_kernel():
+    moved = "--- a/x.py\n+++ b/x.py\n@@ -3 +3 @@\n-from gnnbench import lifecycle\n+from gnnbench.process import lifecycle\n"
+    assert import_lines_only(moved)
+    edited = moved + "@@ -40 +40 @@\n-    return a\n+    return b\n"
+    assert not import_lines_only(edited)
+    assert not import_lines_only("")  # a file added or removed whole: its kernel runs
