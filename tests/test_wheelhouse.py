@@ -106,6 +106,11 @@ def test_the_wheelhouse_for_the_device_image_is_complete_and_under_budget(tmp_pa
             continue
         assert distributions & held, f"{module} ({distributions}) neither on the image nor in {out}"
     assert "torch" not in {w["name"] for w in manifest["wheels"]}  # the image's CUDA torch stays
+    with pytest.raises(wheelhouse.GnnbenchError, match="over the --budget-mib 1 "):
+        wheelhouse.build(out, "3.12", "manylinux_2_28_x86_64", DEVICE_IMAGE, 1.0)
+    assert json.loads((out / wheelhouse.MANIFEST).read_text()) == manifest  # a failed rebuild
+    assert len(list(out.glob("*.whl"))) == len(manifest["wheels"])  # keeps the older one whole
+    assert [p.name for p in tmp_path.iterdir()] == ["wheelhouse"]  # and leaves no temporary
 
 
 def test_an_over_budget_wheelhouse_names_its_largest_wheels(tmp_path: Path):

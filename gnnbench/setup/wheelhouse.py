@@ -211,12 +211,16 @@ def install_command(out: Path) -> str:
 
 
 def check_complete(
-    folder: Path, present: dict[str, str], options: list[str], scratch: Path
+    folder: Path,
+    requirements: list[str],
+    present: dict[str, str],
+    options: list[str],
+    scratch: Path,
 ) -> None:
-    """Resolve gnnbench's requirements again without the index, from the present packages and
-    `folder` alone: a wheel missing there fails here, not on the target."""
-    missing = [entry for entry in resolve(runtime_requirements(), present, options, scratch,
-                                          [folder], offline=True)
+    """Resolve the requirements again without the index, from the present packages and `folder`
+    alone: a wheel missing there fails here, not on the target."""
+    missing = [entry for entry in resolve(requirements, present, options, scratch, [folder],
+                                          offline=True)
                if not entry["url"].startswith(folder.resolve().as_uri())]  # fmt: skip
     if missing:
         raise GnnbenchError(f"wheelhouse: {folder} lacks {', '.join(e['name'] for e in missing)}")
@@ -244,16 +248,19 @@ def build(out: Path, python: str, platform: str, present_file: Path, budget_mib:
         requirements = runtime_requirements()
         built = build_pure_wheels(requirements, present, Path(scratch))
         wanted = resolve(requirements, present, options, Path(scratch) / "target", [built])
-        shutil.rmtree(out, ignore_errors=True)
         with atomic_directory(out) as folder:
             download(wanted, options, folder)
             wheels = sorted(folder.glob("*.whl"))
             check_budget(wheels, budget_mib)
-            check_complete(folder, present, options, Path(scratch) / "offline")
+            check_complete(folder, requirements, present, options, Path(scratch) / "offline")
             manifest = {"python": python, "platform": platform, "present": str(present_file),
-                        "requirements": runtime_requirements(), "wheels": wanted,
+                        "requirements": requirements, "wheels": wanted,
                         "mib": round(mib(wheels), 2)}  # fmt: skip
             atomic_write_bytes(folder / MANIFEST, json.dumps(manifest, indent=1).encode())
+            # the older wheelhouse goes only now, when the new one is complete, and the folder
+            # is renamed into its place on leaving this block (atomic_directory keeps an
+            # existing one)
+            shutil.rmtree(out, ignore_errors=True)
     return out
 
 

@@ -104,7 +104,7 @@ def cluster_plans(
     parts: list[np.ndarray],
     per_batch: int,
     rng: np.random.Generator,
-    boundary: bool = False,
+    boundary: bool,
 ) -> list[BatchPlan]:
     """One epoch: clusters shuffled, `per_batch` at a time; seeds are their training nodes, the
     region the clusters alone or (`boundary`) with their 1-hop neighbours as inputs."""

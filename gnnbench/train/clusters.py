@@ -22,7 +22,7 @@ from gnnbench.train.batching import bfs_order
 
 
 def clusters(
-    indptr: np.ndarray, indices: np.ndarray, count: int, seed: int, method: str = "bfs"
+    indptr: np.ndarray, indices: np.ndarray, count: int, seed: int, method: str
 ) -> list[np.ndarray]:
     """The partition's node ids grouped into clusters (each sorted for metis and louvain, in
     BFS order for bfs), empty ones left out."""

@@ -81,7 +81,7 @@ GROUPS = (
 
 @dataclass
 class GroupOutcome:
-    group: str  # the first job's dataset and the modes
+    group: str  # CheckGroup.name, or "pytest -m gpu" for the CUDA tests
     device: str
     status: str  # finished, failed (exit n), timed out, not run
     wall_s: float
