@@ -17,6 +17,7 @@ the threshold, i.e. when the slowdown is credibly above it.
 from __future__ import annotations
 
 import argparse
+import ast
 import contextlib
 import json
 import math
@@ -276,13 +277,40 @@ def git(*args: str) -> str:
     return git_output(REPO_ROOT, *args)
 
 
-def import_lines_only(diff: str) -> bool:
-    """Whether a file's diff (`git diff -U0`) changes only import statements: a module moved
-    elsewhere changes no kernel's speed, so it selects none (the fixed set still runs)."""
-    changed = [line[1:].strip() for line in diff.splitlines()
-               if line[:1] in "+-" and not line.startswith(("+++", "---"))]  # fmt: skip
-    code = [line for line in changed if line]
-    return bool(code) and all(line.startswith(("import ", "from ")) for line in code)
+def without_imports(source: str) -> str | None:
+    """A module's code as its syntax tree with every import statement (at any depth), comment and
+    formatting left out; None for a file that is not Python or does not parse."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+    for node in ast.walk(tree):
+        for field, value in ast.iter_fields(node):
+            if isinstance(value, list):
+                setattr(node, field, [item for item in value
+                                      if not isinstance(item, ast.Import | ast.ImportFrom)])  # fmt: skip
+    return ast.dump(tree)
+
+
+def imports_alone_changed(base_source: str | None, source: str | None) -> bool:
+    """Whether two versions of a file differ only in their imports (or comments and layout): a
+    module moved elsewhere changes no kernel's speed, so it selects none (the fixed set still
+    runs). A file added or removed whole (None) does select its kernels."""
+    if base_source is None or source is None:
+        return False
+    code = without_imports(source)
+    return code is not None and code == without_imports(base_source)
+
+
+def file_at(rev: str | None, path: str) -> str | None:
+    """The file's text at `rev`, or in the working tree for rev None; None where it is absent."""
+    if rev is None:
+        file = REPO_ROOT / path
+        return file.read_text() if file.is_file() else None
+    try:
+        return git("show", f"{rev}:{path}")
+    except subprocess.CalledProcessError:
+        return None
 
 
 def default_base() -> str:
@@ -301,7 +329,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # remove the worktree on kill too
     base_rev = git("rev-parse", args.base or default_base())
     touched = [path for path in git("diff", "--name-only", base_rev).splitlines()
-               if not import_lines_only(git("diff", "-U0", base_rev, "--", path))]  # fmt: skip
+               if not imports_alone_changed(file_at(base_rev, path), file_at(None, path))]  # fmt: skip
     kernels = args.kernels.split(",") if args.kernels else kernels_for(touched)
     print(f"comparing the working tree with {base_rev[:12]}: {', '.join(kernels)}", flush=True)
     with worktree(base_rev) as base_tree:
