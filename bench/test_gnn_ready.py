@@ -21,7 +21,7 @@ import time
 
 import pytest
 
-from gnnbench.identity import book_path
+from gnnbench.partition.book_identity import book_path
 from gnnbench.partition.spec import PartitionSpec
 from gnnbench.partition.stage import run_partition_stage
 

@@ -17,8 +17,7 @@ import os
 
 import pytest
 
-from gnnbench.partition.base import streaming_partitioners
-from gnnbench.partition.spec import REFINE_OBJECTIVES
+from gnnbench.partition.base import REFINE_OBJECTIVES, streaming_partitioners
 
 from .ab_kernels import REFINE_PREFIX, P, partitioner_kernel, refine_kernel
 from .conftest import make_power_law_store, reference_pass_seconds

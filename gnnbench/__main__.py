@@ -76,9 +76,11 @@ def _record_unstarted(config: dict, exc: BaseException) -> None:
     non-zero; where even that fails, main() still counts it (UNRECORDED_FAILURES)."""
     from hydra.core.hydra_config import HydraConfig
 
-    from gnnbench.identity import digest, run_keys
+    from gnnbench.config_values import digest
+    from gnnbench.errors import one_line
+    from gnnbench.identity import run_keys
     from gnnbench.process.torchrun import torchrun_rank
-    from gnnbench.track.mlflow_run import one_line, record_unstarted_failure
+    from gnnbench.track.mlflow_run import record_unstarted_failure
     from gnnbench.track.sweep import UNRECORDED_FAILURES
 
     if getattr(exc, "gnnbench_run_id", None) or torchrun_rank():  # recorded, or rank 0's to record
@@ -99,8 +101,7 @@ def _record_unstarted(config: dict, exc: BaseException) -> None:
 def _already_finished(job: JobSpec, keys: list[str]) -> str | None:
     from mlflow.exceptions import MlflowException
 
-    from gnnbench.errors import TrackingError
-    from gnnbench.track.mlflow_run import one_line
+    from gnnbench.errors import TrackingError, one_line
     from gnnbench.track.sweep import SweepTracker
 
     try:
@@ -129,10 +130,10 @@ def _job(cfg) -> dict | None:
     _load_job_modules(cfg)
     from omegaconf import OmegaConf
 
+    from gnnbench.errors import one_line
     from gnnbench.identity import run_keys
     from gnnbench.run import run
     from gnnbench.spec import JobSpec
-    from gnnbench.track.mlflow_run import one_line
 
     config = OmegaConf.to_container(cfg, resolve=True)
     multirun = _is_multirun()

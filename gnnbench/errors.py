@@ -62,6 +62,12 @@ def first_line(exc: BaseException) -> str:
     return text[0] if text else type(exc).__name__
 
 
+def one_line(exc: BaseException) -> str:
+    """`first_line`, at most 500 characters: what a console line, a failed run's tag and a report
+    row show of an error."""
+    return first_line(exc)[:500]
+
+
 def error_record(exc: GnnbenchError) -> dict:
     """What a child process writes so that its parent can raise the same error (`from_record`)."""
     return {"type": type(exc).__name__, "message": str(exc), "metrics": getattr(exc, "metrics", {})}

@@ -17,7 +17,8 @@ from gnnbench.errors import ConfigError
 from gnnbench.partition.num_parts import MemoryBudget
 from gnnbench.partition.spec import PartitionSpec
 from gnnbench.spec_keys import check_keys, plain, whole_axis
-from gnnbench.track.spec import TrackingSpec
+from gnnbench.tracking_spec import TrackingSpec
+from gnnbench.train.modes import TRAINING_MODES
 from gnnbench.train.spec import ModelSpec, TrainSpec
 
 # The top-level keys of gnnbench/conf/config.yaml (the five sweep axes, the groups, resume and
@@ -67,8 +68,10 @@ class JobSpec:
 
 def _train(config: Mapping[str, Any]) -> TrainSpec | None:
     """The TrainSpec (train and model groups with the axes training reads); None for train=none."""
-    if _section(config, "train").get("mode") == "none":
+    mode = _section(config, "train").get("mode")
+    if mode == "none":
         return None
+    TRAINING_MODES.get(str(mode))  # a registered mode, or one line naming them, before its keys
     return TrainSpec.from_job_config(config)
 
 

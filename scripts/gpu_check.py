@@ -38,9 +38,13 @@ def main(argv: list[str]) -> int:
                         help="cuda: the GPU jobs, then the same on the CPU; cpu: the CPU half")  # fmt: skip
     parser.add_argument("--budget-s", type=float, default=480.0, help="the whole check's wall time")
     parser.add_argument("--wheelhouse", type=Path, help="install the dependencies from it first")
-    parser.add_argument("--raw-dir", type=Path, default=raw_dir(), help="cora's and amazon_cs's files")
+    parser.add_argument(
+        "--raw-dir", type=Path, default=raw_dir(), help="cora's and amazon_cs's files"
+    )
     parser.add_argument("--out", type=Path, default=DOCS, help="where gpu.md and gpu_check.json go")
-    parser.add_argument("--render", type=Path, help="only rewrite <out>/gpu.md from this results file")
+    parser.add_argument(
+        "--render", type=Path, help="only rewrite <out>/gpu.md from this results file"
+    )
     args = parser.parse_args(argv)
     if args.render:
         from gnnbench.track.report.gpu_doc import render

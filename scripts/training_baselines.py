@@ -24,7 +24,9 @@ from gnnbench.track.report.experiment_docs import sweep
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--run", action="store_true", help="run the sweep first")
-    parser.add_argument("--tracking-uri", help="the store to export (default with --run: the repo's mlflow.db)")
+    parser.add_argument(
+        "--tracking-uri", help="the store to export (default with --run: the repo's mlflow.db)"
+    )
     parser.add_argument("overrides", nargs="*", help="overrides narrowing the sweep (after --)")
     args = parser.parse_args()
     if args.run:

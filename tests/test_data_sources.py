@@ -17,7 +17,8 @@ import scipy.sparse as sp
 import yaml
 from conftest import CORA, RAW_DIR, requires_dataset
 
-from gnnbench.data.datasets import SOURCES, prepare_dataset, store_path
+from gnnbench.data.datasets import prepare_dataset, store_path
+from gnnbench.data.sources import SOURCES
 from gnnbench.data.store import GraphStore
 from gnnbench.errors import ConfigError, DataError
 from gnnbench.paths import CONF_DIR as PACKAGE_CONF

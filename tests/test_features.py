@@ -139,17 +139,17 @@ def test_feature_rows_are_mapped_not_read(tmp_path, monkeypatch):
 
 def test_sparse_gathers_map_for_random_access_and_read_the_same_rows(tmp_path, monkeypatch):
     """A gather wanting few pages of a window asks for them first (POSIX_FADV_WILLNEED) and maps
-    the window MADV_RANDOM (store.NpyLayout); a dense one does neither; both return exactly the
+    the window MADV_RANDOM (npy_file.NpyLayout); a dense one does neither; both return exactly the
     file's rows."""
-    from gnnbench.data import store as store_module
+    from gnnbench.data import npy_file
 
     path = tmp_path / "feat.npy"
     expected = np.random.default_rng(0).standard_normal((50000, 37)).astype(np.float16)
     np.save(path, expected)
     random_windows = []
-    real = store_module.NpyLayout.random_window
+    real = npy_file.NpyLayout.random_window
     monkeypatch.setattr(
-        store_module.NpyLayout,
+        npy_file.NpyLayout,
         "random_window",
         lambda self, start, stop: random_windows.append((start, stop)) or real(self, start, stop),
     )
@@ -160,7 +160,7 @@ def test_sparse_gathers_map_for_random_access_and_read_the_same_rows(tmp_path, m
         monkeypatch.setattr(os, "posix_fadvise", lambda *args: advised.append(args[1:]))
         features[sparse]
         assert not advised, "a file the page cache can hold asked for its pages one by one"
-    monkeypatch.setattr(store_module, "_physical_memory", lambda: 0)  # as if larger than RAM
+    monkeypatch.setattr(npy_file, "_physical_memory", lambda: 0)  # as if larger than RAM
     np.testing.assert_array_equal(features[sparse], expected[sparse].astype(np.float32))
     assert random_windows, "40 rows of a 3.7 MB window did not map it for random access"
     if hasattr(os, "posix_fadvise"):  # one read-ahead request per page of the rows

@@ -205,7 +205,7 @@ def test_bad_refinement_keys_are_one_line(random_graph, key, value, expected):
 def test_quotient_best_is_quotient_with_its_refinement_and_shares_its_books():
     """The preset runs quotient with the refinement on; a job naming the same keys by hand finds
     the same book."""
-    from gnnbench.identity import book_path
+    from gnnbench.partition.book_identity import book_path
 
     preset = PartitionSpec.defaults("quotient_best")
     assert preset.name == "quotient"

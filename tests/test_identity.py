@@ -11,9 +11,11 @@ import pytest
 from test_run_key import BASE
 from test_specs import job_config
 
-from gnnbench import identity
+from gnnbench import config_values
+from gnnbench.config_values import as_text, is_neutral
 from gnnbench.errors import ConfigError
-from gnnbench.identity import as_text, book_path, is_neutral, run_key, run_keys, text_identity
+from gnnbench.identity import run_key, run_keys, text_identity
+from gnnbench.partition.book_identity import book_path
 from gnnbench.partition.spec import PartitionSpec
 from gnnbench.spec_keys import ReadOnlyMap
 from gnnbench.train.modes import TRAINING_MODES, TrainingMode
@@ -114,7 +116,7 @@ def test_a_key_added_later_at_its_neutral_value_keeps_run_keys_and_book_paths(
     another value, or the neutral one in another type (2.0 for 2, 1 for true, 2 for 2.0), is a
     config no earlier version ran: it gets keys of its own (and, 2.0 for an int or 1 for a bool,
     the partitioner spec's one-line type error)."""
-    monkeypatch.setitem(identity.KEYS_ADDED_LATER, f"{section}.{key}", neutral)
+    monkeypatch.setitem(config_values.KEYS_ADDED_LATER, f"{section}.{key}", neutral)
     older, newer = _older_and_newer(section, partitioner, key, neutral)
     assert run_key(newer) == run_key(older)
     assert run_key(older) in run_keys(newer) and len(run_keys(newer)) == 2 * len(run_keys(older))
@@ -177,22 +179,26 @@ def test_a_new_mode_declares_the_axes_it_ignores():
     assert key("test_no_seed", 0) != key("model_avg", 0)  # the mode is part of the job
 
 
-# Definitions only gnnbench/identity.py may hold (docs/design.md, "Where each rule lives").
-RULES = re.compile(
-    r"^\s*(def (run_keys?|ignored_axes|is_neutral\w*|as_text|book_path|book_identity|sweep_id_of"
-    r"|_value|_identity|_neutral|_digest)\b|KEYS_ADDED_LATER\s*[:=]|VOLATILE_KEYS\s*=)",
-    re.MULTILINE,
-)
+# Each identity rule and the one module that may define it (docs/design.md, "Where each rule
+# lives"): run keys and sweep ids, the keys added later and the value rule, book paths.
+RULES = {
+    "gnnbench/identity.py": r"def (run_keys?|ignored_axes|sweep_id_of|text_identity)\b"
+    r"|VOLATILE_KEYS\s*=|READ_ONLY_UNDER\s*=",
+    "gnnbench/config_values.py": r"def (is_neutral\w*|as_text|digest)\b|KEYS_ADDED_LATER\s*[:=]",
+    "gnnbench/partition/book_identity.py": r"def (book_path|book_identity)\b",
+}
 
 
 def test_identity_is_defined_once():
     root = Path(__file__).resolve().parent.parent
     sources = [*(root / "gnnbench").rglob("*.py"), *(root / "scripts").glob("*.py")]
-    elsewhere = [
-        f"{path.relative_to(root)}: {match.group(0).strip()}"
-        for path in sources
-        if path.name != "identity.py" or path.parent.name != "gnnbench"
-        for match in RULES.finditer(path.read_text())
-    ]
-    assert elsewhere == []
-    assert RULES.search((root / "gnnbench" / "identity.py").read_text())
+    for home, rule in RULES.items():
+        pattern = re.compile(rf"^\s*({rule})", re.MULTILINE)
+        elsewhere = [
+            f"{path.relative_to(root)}: {match.group(0).strip()}"
+            for path in sources
+            if path.relative_to(root).as_posix() != home
+            for match in pattern.finditer(path.read_text())
+        ]
+        assert elsewhere == [], f"defined outside {home}"
+        assert pattern.search((root / home).read_text()), f"{home} no longer defines its rule"

@@ -90,7 +90,7 @@ def test_quotient_through_the_stage_with_replication_refinement(cliques, gnnbenc
 def test_quotient_books_follow_the_base(monkeypatch):
     """The cache key holds the base's identity (its config defaults) and its code version."""
     import gnnbench.partition.algorithms.ldg as ldg_module
-    from gnnbench.identity import book_path
+    from gnnbench.partition.book_identity import book_path
 
     def path(**keys):
         return book_path("g", "f", PartitionSpec.defaults("quotient", **keys), 4, 0)

@@ -11,8 +11,8 @@ from graphs import make_store, random_multigraph_store
 from test_vertex_partitioners import edge_cut
 
 from gnnbench.errors import ConfigError
-from gnnbench.identity import book_path
 from gnnbench.partition.base import PartitionResult
+from gnnbench.partition.book_identity import book_path
 from gnnbench.partition.refine import refine, refine_result
 from gnnbench.partition.spec import PartitionSpec
 from gnnbench.partition.stage import run_partition_stage

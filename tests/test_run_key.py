@@ -7,9 +7,11 @@ from cli import gnnbench
 from test_end_to_end import runs
 
 from gnnbench import identity
-from gnnbench.identity import is_neutral, run_key, run_keys
+from gnnbench.config_values import is_neutral
+from gnnbench.identity import run_key, run_keys
 from gnnbench.track.report.query import ALIASES_TAG, newest_per_job
-from gnnbench.track.sweep import SKIPPED_ALIASES_TAG, SKIPPED_TAG, SweepTracker
+from gnnbench.track.sweep import SweepTracker
+from gnnbench.track.tags import SKIPPED_ALIASES_TAG, SKIPPED_TAG
 
 BASE = {
     "dataset": {"name": "cora"},

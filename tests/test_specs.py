@@ -12,15 +12,16 @@ import pytest
 from gnnbench.data.datasets import store_path
 from gnnbench.data.spec import DataSpec
 from gnnbench.errors import ConfigError
-from gnnbench.identity import book_path
 from gnnbench.partition import book
-from gnnbench.partition.base import PARTITIONERS, vertex_balance_bound
+from gnnbench.partition.base import PARTITIONERS
+from gnnbench.partition.book_identity import book_path
 from gnnbench.partition.spec import (
     FEATURE_ROWS,
     SHARED_KEYS,
     PartitionSpec,
     default_config,
     own_keys,
+    vertex_balance_bound,
 )
 from gnnbench.spec import JobSpec
 
@@ -245,6 +246,13 @@ def test_a_bad_job_key_is_one_line(change, message):
         JobSpec.from_config({**job_config("train=none"), **change})
 
 
+def test_an_unknown_training_mode_is_one_line():
+    """The job checks train.mode against the modes' registry (TrainSpec itself sits below it)."""
+    config = job_config()
+    with pytest.raises(ConfigError, match=r"^train\.mode: unknown training mode 'bogus'"):
+        JobSpec.from_config({**config, "train": {**config["train"], "mode": "bogus"}})
+
+
 def test_p_auto_passes_through():
     assert JobSpec.from_config({**job_config("train=none"), "p": "auto"}).p == "auto"
 
@@ -273,7 +281,7 @@ def test_an_unread_key_fails_the_job_before_any_stage(tmp_path, gnnbench_home, o
 
 
 def test_tracking_is_a_frozen_spec():
-    from gnnbench.track.spec import TrackingSpec
+    from gnnbench.tracking_spec import TrackingSpec
 
     tracking = JobSpec.from_config(job_config("train=none", "tracking.experiment=e")).tracking
     assert tracking == TrackingSpec(uri="sqlite:///mlflow.db", experiment="e")

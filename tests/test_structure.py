@@ -102,27 +102,3 @@ if __name__ == "__main__":
     for line in long_modules() + [line for path in modules() for line in long_functions(path)]:
         print(line)
     print(f"scripts/: {sum(line_count(path) for path in scripts())} lines")
-
-
-BELOW_THE_STAGES = ("gnnbench.errors", "gnnbench.paths", "gnnbench.process")
-
-
-def gnnbench_imports(path: Path) -> set[str]:
-    """Every gnnbench module a source file imports, at module level or inside a function."""
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            found |= {alias.name for alias in node.names if alias.name.startswith("gnnbench")}
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            if node.module.startswith("gnnbench"):
-                found |= {node.module} | {f"{node.module}.{alias.name}" for alias in node.names}
-    return found
-
-
-def test_process_utilities_import_no_stage():
-    """gnnbench/process/ sits below every stage: it may use errors, paths and itself, nothing of
-    data, partition, train, track or run (docs/design.md, "Stages")."""
-    for path in modules(PACKAGE / "process"):
-        above = {name for name in gnnbench_imports(path)
-                 if not name.startswith(BELOW_THE_STAGES) and name != "gnnbench"}  # fmt: skip
-        assert not above, f"{path.relative_to(PACKAGE.parent)} imports {sorted(above)}"

@@ -43,7 +43,8 @@ from pathlib import Path
 import numba
 import numpy as np
 
-from gnnbench.data.store import DEFAULT_CHUNK_EDGES, GraphStore, NpyLayout
+from gnnbench.data.npy_file import NpyLayout
+from gnnbench.data.store import DEFAULT_CHUNK_EDGES, GraphStore
 from gnnbench.errors import ConfigError, DataError
 from gnnbench.process.atomic import temporary_name
 

@@ -31,7 +31,8 @@ from gnnbench.data.import_checks import (
     os_error_as_data_error,
     scan_nonfinite,
 )
-from gnnbench.data.store import FORMAT_VERSION, GraphStore, NpyLayout
+from gnnbench.data.npy_file import NpyLayout
+from gnnbench.data.store import FORMAT_VERSION, GraphStore
 from gnnbench.errors import ConfigError, DataError
 from gnnbench.process.atomic import atomic_directory
 

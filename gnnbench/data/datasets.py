@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -17,15 +17,12 @@ from gnnbench.data.download import fetch_missing, remote_files
 from gnnbench.data.import_checks import available_memory, gib
 from gnnbench.data.import_measure import measured_import
 from gnnbench.data.input_features import with_input_features
-from gnnbench.data.spec import DataSpec
+from gnnbench.data.sources import SOURCES, SourceFn
+from gnnbench.data.spec import ORIGIN_KEYS, DataSpec
 from gnnbench.data.store import FORMAT_VERSION, GraphStore
 from gnnbench.errors import ConfigError, DataError, OutOfMemory, first_line
-from gnnbench.identity import ORIGIN_KEYS
 from gnnbench.paths import gnnbench_home, raw_dir
-from gnnbench.registry import Registry
 
-SourceFn = Callable[[GraphStoreBuilder, Mapping[str, Any]], None]
-SOURCES: Registry[SourceFn] = Registry("dataset source", "gnnbench.data.sources", "dataset.source")
 # How the store is built or where its raw bytes came from, not what it holds.
 IMPORT_ONLY_KEYS = (
     "import_memory_gb",

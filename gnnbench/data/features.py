@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from gnnbench.data.npy_file import NpyLayout
 from gnnbench.errors import ConfigError, DataError
 
 FEATURE_DTYPES = ("float32", "float16")
@@ -52,8 +53,6 @@ class FeatureRows:
     dtype = np.dtype(np.float32)
 
     def __init__(self, path: Path, global_ids: np.ndarray | None = None):
-        from gnnbench.data.store import NpyLayout  # the store's features are FeatureRows
-
         self.path = Path(path)
         self.layout = NpyLayout.read(self.path)
         if len(self.layout.shape) != 2 or self.layout.dtype.kind != "f":

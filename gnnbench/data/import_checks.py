@@ -122,7 +122,7 @@ def scan_nonfinite(path: Path, policy: str, origin: str) -> int:
     Returns the number of bad rows (0 when clean). With policy "error" any bad row is a DataError
     naming `origin`, the count and the first bad row.
     """
-    from gnnbench.data.store import NpyLayout
+    from gnnbench.data.npy_file import NpyLayout
 
     layout = NpyLayout.read(path)
     bad_rows = 0

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from gnnbench.data.sources import SOURCES
 from gnnbench.errors import ConfigError
 from gnnbench.spec_keys import ReadOnlyMap, check_keys, plain
 
@@ -19,13 +20,14 @@ SHARED_KEYS = ("nonfinite", "import_memory_gb", "split_seed", "normalize_feature
 SHARED_KEYS += ("feature_dtype", "split_fractions")
 SHARED_KEYS += ("features",)
 SHARED_KEYS += ("download",)  # the public files to fetch on first use (data/download.py)
+# Keys that say where an input's checksummed bytes come from, not what it holds (the same bytes
+# whatever the mirror): never in a run key or a store key, never logged as a parameter.
+ORIGIN_KEYS = ("dataset.download",)
 
 
 def source_keys(source: str) -> tuple[str, ...]:
     """The keys source `source` reads (its function's `config_keys`); an unknown source fails in
     one line naming the registered ones."""
-    from gnnbench.data.datasets import SOURCES
-
     return tuple(getattr(SOURCES.get(source), "config_keys", ()))
 
 

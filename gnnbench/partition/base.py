@@ -9,15 +9,12 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from gnnbench.errors import ConfigError
 from gnnbench.registry import Registry
-
-if TYPE_CHECKING:
-    from gnnbench.partition.spec import PartitionSpec
 
 
 @dataclass
@@ -60,32 +57,6 @@ def algorithm_version(name: str) -> str:
     return str(getattr(module, "VERSION", "0"))
 
 
-# Bound on vertex_balance for a partitioner that states none of its own (edge partitioners balance
-# edges, and their owners are drawn among replicas): the shared key partitioner.max_vertex_balance.
-DEFAULT_MAX_VERTEX_BALANCE = 1.5
-
-
-def vertex_balance_bound(partitioner: PartitionSpec, p: int, num_nodes: int) -> tuple[float, str]:
-    """(bound, where it comes from) on max_i |O_i| / (|V|/p): the algorithm's own stated bound (a
-    `vertex_balance_bound(p, num_nodes, **keywords)` attribute of its function), else the shared
-    partitioner.max_vertex_balance; widened to the refinement's own rule when it runs after."""
-    name = partitioner.name
-    own = getattr(PARTITIONERS.get(name), "vertex_balance_bound", None)
-    stated = None if own is None else own(p, num_nodes, **partitioner.kwargs())
-    if stated is not None:  # None: none of its own under these keys
-        bound, source = float(stated), f"{name}'s own"
-    else:
-        shared = partitioner.max_vertex_balance
-        bound = DEFAULT_MAX_VERTEX_BALANCE if shared is None else float(shared)
-        source = "partitioner.max_vertex_balance"
-    if partitioner.refine_passes:  # refinement may fill a block to ceil(1.03 |V| / p)
-        from gnnbench.partition.refine import slack_balance_bound
-
-        bound = max(bound, slack_balance_bound(p, num_nodes))
-        source += " or the refinement's"
-    return bound, source
-
-
 def streaming_partitioners() -> list[str]:
     """Registered partitioners other than the in-memory baselines (what bench/ gates)."""
     return [
@@ -104,3 +75,20 @@ def check_num_parts(p: Any, num_nodes: int, dataset: str) -> int:
     if p > num_nodes:
         raise ConfigError(f"p={p} is larger than the number of nodes of {dataset} ({num_nodes})")
     return int(p)
+
+
+# What the refinement post-pass may lower (gnnbench/partition/refine.py): the spec checks the key,
+# and the refinement checks a value passed to it directly.
+REFINE_OBJECTIVES = ("edge_cut", "replication")
+
+
+def check_refine_objective(value: Any) -> str:
+    """partitioner.refine_objective checked (refine.py reads the choice)."""
+    return check_choice("refine_objective", value, REFINE_OBJECTIVES)
+
+
+def check_choice(key: str, value: Any, choices: tuple[str, ...]) -> str:
+    """partitioner.<key> checked against its choices (one line naming them)."""
+    if value not in choices:
+        raise ConfigError(f"partitioner.{key}: expected one of {', '.join(choices)}, got {value!r}")
+    return str(value)

@@ -34,7 +34,8 @@ import numpy as np
 
 from gnnbench.data.features import npy_header
 from gnnbench.data.import_checks import check_disk_space
-from gnnbench.data.store import GraphStore, NpyLayout
+from gnnbench.data.npy_file import NpyLayout
+from gnnbench.data.store import GraphStore
 from gnnbench.partition.gnn_ready_kernels import (
     expand_chunk,
     group_rows,

@@ -40,13 +40,6 @@ def check_imbalance(partitioner: str, imbalance: object) -> float:
     return float(imbalance)
 
 
-def check_choice(key: str, value: object, choices: tuple[str, ...]) -> str:
-    """A key that names one of a package's presets."""
-    if value not in choices:
-        raise ConfigError(f"partitioner.{key}: expected one of {', '.join(choices)}, got {value!r}")
-    return str(value)
-
-
 def imbalance_bound(p: int, n: int, imbalance: float) -> float:
     """vertex_balance bound of a block cap of (1 + ε) ceil(n / p) nodes, rounded up (whether a
     package rounds that cap down or up, no block passes it)."""

@@ -57,8 +57,7 @@ import numpy as np
 
 from gnnbench.data.adjacency import DEFAULT_MAX_ENTRIES, ensure_adjacency
 from gnnbench.data.store import GraphStore
-from gnnbench.partition.base import PartitionResult
-from gnnbench.partition.spec import check_refine_objective
+from gnnbench.partition.base import PartitionResult, check_refine_objective
 
 # Bump when refinement's output changes: part of the cache key of every refined book.
 REFINE_VERSION = "2"

@@ -17,7 +17,13 @@ from typing import Any
 
 from gnnbench.data.store import GraphStore
 from gnnbench.errors import ConfigError
-from gnnbench.partition.base import PARTITIONERS, PartitionFn, PartitionResult
+from gnnbench.partition.base import (
+    PARTITIONERS,
+    PartitionFn,
+    PartitionResult,
+    check_choice,
+    check_refine_objective,
+)
 from gnnbench.spec_keys import (
     ReadOnlyMap,
     check_annotated,
@@ -32,8 +38,6 @@ SHARED_KEYS = ("hops", "chunk_edges", "memory_limit_gb", "max_vertex_balance", "
 SHARED_KEYS += ("refine_objective", "feature_rows")
 # Shared keys that change whether a partition runs or what is reported, never the book itself.
 NOT_IN_BOOK_KEY = ("memory_limit_gb", "max_vertex_balance")
-# What the refinement post-pass may lower (gnnbench/partition/refine.py).
-REFINE_OBJECTIVES = ("edge_cut", "replication")
 # What a partition holds of the store's features (gnnbench/partition/gnn_ready.py): a copy of its
 # rows, or nothing but a reference to the store's feat.npy by global id.
 FEATURE_ROWS = ("copy", "shared")
@@ -141,23 +145,37 @@ class PartitionSpec:
         """`run`, then the refinement post-pass its shared keys ask for (what the stage runs and
         measures): both share one CSR of the store, built inside this call and deleted after it."""
         from gnnbench.data.adjacency import adjacency_scope
-        from gnnbench.partition.refine import refine_result  # refine imports this module
+        from gnnbench.partition.refine import refine_result  # numba: loaded only here
 
         with adjacency_scope():
             result = self.run(store, p, seed)
             return refine_result(store, result, p, self.refine_passes, self.refine_objective)
 
 
-def check_refine_objective(value: Any) -> str:
-    """partitioner.refine_objective checked (refine.py reads the choice)."""
-    return check_choice("refine_objective", value, REFINE_OBJECTIVES)
+# Bound on vertex_balance for a partitioner that states none of its own (edge partitioners balance
+# edges, and their owners are drawn among replicas): the shared key partitioner.max_vertex_balance.
+DEFAULT_MAX_VERTEX_BALANCE = 1.5
 
 
-def check_choice(key: str, value: Any, choices: tuple[str, ...]) -> str:
-    """partitioner.<key> checked against its choices (one line naming them)."""
-    if value not in choices:
-        raise ConfigError(f"partitioner.{key}: expected one of {', '.join(choices)}, got {value!r}")
-    return str(value)
+def vertex_balance_bound(partitioner: PartitionSpec, p: int, num_nodes: int) -> tuple[float, str]:
+    """(bound, where it comes from) on max_i |O_i| / (|V|/p): the algorithm's own stated bound (a
+    `vertex_balance_bound(p, num_nodes, **keywords)` attribute of its function), else the shared
+    partitioner.max_vertex_balance; widened to the refinement's own rule when it runs after."""
+    name = partitioner.name
+    own = getattr(PARTITIONERS.get(name), "vertex_balance_bound", None)
+    stated = None if own is None else own(p, num_nodes, **partitioner.kwargs())
+    if stated is not None:  # None: none of its own under these keys
+        bound, source = float(stated), f"{name}'s own"
+    else:
+        shared = partitioner.max_vertex_balance
+        bound = DEFAULT_MAX_VERTEX_BALANCE if shared is None else float(shared)
+        source = "partitioner.max_vertex_balance"
+    if partitioner.refine_passes:  # refinement may fill a block to ceil(1.03 |V| / p)
+        from gnnbench.partition.refine import slack_balance_bound  # numba: loaded only here
+
+        bound = max(bound, slack_balance_bound(p, num_nodes))
+        source += " or the refinement's"
+    return bound, source
 
 
 def default_config(name: str) -> dict[str, Any]:

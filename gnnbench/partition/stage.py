@@ -22,7 +22,6 @@ import numpy as np
 
 from gnnbench.data.store import GraphStore
 from gnnbench.errors import GnnbenchError, OutOfMemory, error_record, from_record
-from gnnbench.identity import book_identity, book_path
 from gnnbench.partition.base import PARTITIONERS, algorithm_version, check_num_parts
 from gnnbench.partition.book import (
     FORMAT_VERSION,
@@ -30,6 +29,7 @@ from gnnbench.partition.book import (
     manifest,
     open_verified,
 )
+from gnnbench.partition.book_identity import book_identity, book_path
 from gnnbench.partition.gnn_ready import build_partitions
 from gnnbench.partition.refine import warm_up as warm_up_refine
 from gnnbench.partition.spec import PartitionSpec

@@ -35,9 +35,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gnnbench.errors import GnnbenchError
+from gnnbench.errors import GnnbenchError, one_line
 from gnnbench.process.atomic import atomic_write_bytes
-from gnnbench.track.mlflow_run import one_line
 from gnnbench.track.report.query import AXES, LOAD, load_sweep, open_store
 
 FORMAT = 1

@@ -15,7 +15,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gnnbench.identity import ORIGIN_KEYS
+from gnnbench.data.spec import ORIGIN_KEYS
+from gnnbench.errors import one_line
 from gnnbench.process.atomic import disk_bytes
 
 if TYPE_CHECKING:
@@ -71,7 +72,7 @@ ARTIFACTS = ("partition_flamegraph.html", "gnn_ready_flamegraph.html")
 
 def job_params(config: Mapping[str, Any]) -> dict[str, Any]:
     """A job's parameters as its run logs them: the flattened config, less where it logs and
-    where its inputs come from (identity.ORIGIN_KEYS)."""
+    where its inputs come from (data/spec.py's ORIGIN_KEYS)."""
     return {
         key: value
         for key, value in flatten(config).items()
@@ -277,8 +278,8 @@ def record_unstarted_failure(
     from mlflow.entities import Param
 
     from gnnbench.track.machine import machine_tags
-    from gnnbench.track.spec import TrackingSpec
     from gnnbench.track.store import open_experiment, process_tags
+    from gnnbench.tracking_spec import TrackingSpec
 
     tracking = TrackingSpec.from_config(config["tracking"])
     client, experiment_id = open_experiment(tracking.uri, tracking.experiment)
@@ -321,8 +322,3 @@ def error_log(exc: BaseException) -> str:
     text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
     worker = getattr(exc, "worker_traceback", None)
     return f"{text}\n{worker}" if worker else text
-
-
-def one_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return (text[0] if text else type(exc).__name__)[:500]

@@ -98,7 +98,7 @@ def _check_server(uri: str) -> None:
 def blame_lost_server(uri: str, exc: BaseException) -> None:
     """Raise TrackingError naming the URI if `exc` came while a tracking server is gone."""
     if isinstance(exc, Exception) and is_server(uri) and not server_answers(uri):
-        from gnnbench.track.mlflow_run import one_line
+        from gnnbench.errors import one_line
 
         raise TrackingError(
             f"tracking.uri={uri}: the tracking server stopped answering ({one_line(exc)})"

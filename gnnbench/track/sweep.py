@@ -24,23 +24,26 @@ from typing import Any
 from hydra.experimental.callback import Callback
 
 from gnnbench.composition import sweep_grid, sweep_overrides
+from gnnbench.errors import one_line
 from gnnbench.identity import sweep_id_of
 from gnnbench.process.torchrun import torchrun_rank
-from gnnbench.track.mlflow_run import one_line
 from gnnbench.track.report.query import job_of, key_aliases, newest_per_job
-from gnnbench.track.spec import SweepIdentity, TrackingSpec
-from gnnbench.track.tags import JOB, PARENT, REUSED, ROLE_TAG, role_filter
+from gnnbench.track.tags import (
+    JOB,
+    PARENT,
+    REUSED,
+    ROLE_TAG,
+    SKIPPED_ALIASES_TAG,
+    SKIPPED_TAG,
+    role_filter,
+    skipped_aliases,
+)
+from gnnbench.tracking_spec import SweepIdentity, TrackingSpec
 
 log = logging.getLogger(__name__)
 
 TOTAL_ENV = "GNNBENCH_SWEEP_JOBS"  # the job count, for the "job N of M" line only
 BASIC_SWEEPER = "hydra._internal.core_plugins.basic_sweeper.BasicSweeper"
-# On the parent, one tag per job resume skipped: skipped.<run_key> = the FINISHED run it repeats
-# (often outside the sweep), so the summary and the report still count the job.
-SKIPPED_TAG = "skipped."
-# ... and skipped_aliases.<run_key> = the older keys of that job, comma-separated (its aliases,
-# gnnbench.identity.run_keys), so an older child of it (FAILED before an upgrade) is the same job
-SKIPPED_ALIASES_TAG = "skipped_aliases."
 
 
 def record_skipped(tracking: TrackingSpec, keys: list[str], finished_run_id: str) -> None:
@@ -99,17 +102,6 @@ def link_reused_run(client, sweep: SweepIdentity, finished_run_id: str) -> None:
         status = "FINISHED"
     finally:
         client.set_terminated(run_id, status)
-
-
-def skipped_aliases(parent_tags: Mapping[str, str]) -> dict[str, str]:
-    """{older run key: run key} of the jobs resume skipped, from the parent's tags."""
-    return {
-        alias: tag.removeprefix(SKIPPED_ALIASES_TAG)
-        for tag, aliases in parent_tags.items()
-        if tag.startswith(SKIPPED_ALIASES_TAG)
-        for alias in aliases.split(",")
-        if alias
-    }
 
 
 def count_jobs(overrides: list[str], sweeper_params: Mapping[str, Any]) -> int:

@@ -31,8 +31,8 @@ from scipy.spatial import cKDTree
 
 from gnnbench.data.builder import GraphStoreBuilder
 from gnnbench.data.canonical import id_dtype_for
-from gnnbench.data.datasets import SOURCES
 from gnnbench.data.import_checks import check_disk_space, generated_disk_bytes
+from gnnbench.data.sources import SOURCES
 from gnnbench.data.sources._generator_keys import generator_params
 from gnnbench.data.sources._io import row_chunk
 from gnnbench.errors import ConfigError

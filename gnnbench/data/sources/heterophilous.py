@@ -12,7 +12,8 @@ from typing import Any
 import numpy as np
 
 from gnnbench.data.builder import GraphStoreBuilder
-from gnnbench.data.datasets import SOURCES, raw_path
+from gnnbench.data.datasets import raw_path
+from gnnbench.data.sources import SOURCES
 from gnnbench.data.sources._io import NpzArrays, add_edge_array, check_node_array
 from gnnbench.errors import ConfigError, DataError
 

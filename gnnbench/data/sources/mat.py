@@ -21,7 +21,8 @@ import scipy.sparse as sp
 from scipy.io.matlab import MatReadError
 
 from gnnbench.data.builder import GraphStoreBuilder
-from gnnbench.data.datasets import SOURCES, raw_path
+from gnnbench.data.datasets import raw_path
+from gnnbench.data.sources import SOURCES
 from gnnbench.data.sources._io import check_node_array, write_feature_rows
 from gnnbench.data.sources.npz import add_csr_edges
 from gnnbench.errors import ConfigError, DataError

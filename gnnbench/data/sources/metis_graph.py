@@ -17,7 +17,8 @@ from typing import Any
 import numpy as np
 
 from gnnbench.data.builder import GraphStoreBuilder
-from gnnbench.data.datasets import SOURCES, raw_path
+from gnnbench.data.datasets import raw_path
+from gnnbench.data.sources import SOURCES
 from gnnbench.data.sources._text import ParsedBlock, iter_parsed_blocks, line_of_value
 from gnnbench.errors import DataError
 

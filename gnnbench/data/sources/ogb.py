@@ -17,8 +17,9 @@ from typing import Any
 import numpy as np
 
 from gnnbench.data.builder import GraphStoreBuilder
-from gnnbench.data.datasets import SOURCES, raw_path
+from gnnbench.data.datasets import raw_path
 from gnnbench.data.npz_stream import NpzMember, edge_index_blocks, open_npz, row_blocks
+from gnnbench.data.sources import SOURCES
 from gnnbench.data.sources._io import (
     EDGE_CHUNK,
     NpzArrays,

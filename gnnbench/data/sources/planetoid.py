@@ -20,7 +20,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from gnnbench.data.builder import GraphStoreBuilder
-from gnnbench.data.datasets import SOURCES, raw_path
+from gnnbench.data.datasets import raw_path
+from gnnbench.data.sources import SOURCES
 from gnnbench.data.sources._io import write_feature_rows
 from gnnbench.data.sources._text import read_int_column
 from gnnbench.errors import ConfigError, DataError

@@ -25,9 +25,8 @@ import os
 import numpy as np
 
 from gnnbench.data.store import GraphStore
-from gnnbench.partition.base import PARTITIONERS, PartitionResult
+from gnnbench.partition.base import PARTITIONERS, PartitionResult, check_choice
 from gnnbench.partition.in_memory import (
-    check_choice,
     check_imbalance,
     imbalance_bound,
     require_package,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from gnnbench.identity import as_text
+from gnnbench.config_values import as_text
 from gnnbench.process.atomic import atomic_write_bytes
 
 

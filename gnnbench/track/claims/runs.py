@@ -10,8 +10,9 @@ from pathlib import Path
 import pandas as pd
 
 from gnnbench.composition import sweep_grid
+from gnnbench.config_values import KEYS_ADDED_LATER, as_text
 from gnnbench.errors import DataError, GnnbenchError
-from gnnbench.identity import KEYS_ADDED_LATER, as_text, text_identity
+from gnnbench.identity import text_identity
 from gnnbench.paths import CONF_DIR, REPO_ROOT
 from gnnbench.process.atomic import atomic_write_bytes
 from gnnbench.track.claims.claim import Claim, all_claims

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from gnnbench.identity import KEYS_ADDED_LATER, as_text
+from gnnbench.config_values import KEYS_ADDED_LATER, as_text
 
 
 def has_columns(frame: pd.DataFrame, *columns: str) -> bool:

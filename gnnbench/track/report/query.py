@@ -11,7 +11,15 @@ from typing import TYPE_CHECKING, Any
 from gnnbench.errors import GnnbenchError
 from gnnbench.track.mlflow_run import HEADLINE_METRICS, PRESET_TAG
 from gnnbench.track.store import HOST_TAG
-from gnnbench.track.tags import BOOKKEEPING_ROLES, JOB, PARENT, ROLE_TAG, role_filter
+from gnnbench.track.tags import (
+    BOOKKEEPING_ROLES,
+    JOB,
+    PARENT,
+    ROLE_TAG,
+    SKIPPED_TAG,
+    role_filter,
+    skipped_aliases,
+)
 
 # On a job's run: the run keys earlier versions gave the same job, comma-separated (run_keys)
 ALIASES_TAG = "run_key_aliases"
@@ -158,8 +166,6 @@ def skipped_runs(client, parent) -> list:
     `skipped.<run_key>` on the parent); a run deleted since is left out."""
     from mlflow.exceptions import MlflowException
 
-    from gnnbench.track.sweep import SKIPPED_TAG
-
     found = []
     for tag, run_id in parent.data.tags.items():
         if tag.startswith(SKIPPED_TAG):
@@ -225,8 +231,6 @@ def load_sweep(
     )
     own = {run.info.run_id for run in children}
     others = [run for run in skipped_runs(client, parent) if run.info.run_id not in own]
-    from gnnbench.track.sweep import skipped_aliases
-
     jobs = newest_per_job([*children, *others], skipped_aliases(parent.data.tags))
     rows = [run_row(run) for run in jobs]
     outside = {run.info.run_id for run in others}

@@ -17,12 +17,11 @@ from omegaconf import OmegaConf
 from gnnbench.composition import sweep_grid
 from gnnbench.data.datasets import prepare_dataset
 from gnnbench.data.store import read_json
-from gnnbench.errors import GnnbenchError
+from gnnbench.errors import GnnbenchError, one_line
 from gnnbench.partition.book import FORMAT_VERSION as BOOK_FORMAT
 from gnnbench.partition.spec import PartitionSpec
 from gnnbench.partition.stage import run_partition_stage
 from gnnbench.paths import CONF_DIR
-from gnnbench.track.mlflow_run import one_line
 from gnnbench.track.report import scale_training
 
 SIZES = (20_000_000, 100_000_000)

@@ -12,12 +12,11 @@ import pandas as pd
 
 from gnnbench.data.datasets import prepare_dataset
 from gnnbench.data.store import GraphStore
-from gnnbench.errors import GnnbenchError
+from gnnbench.errors import GnnbenchError, one_line
 from gnnbench.partition.algorithms.grem import grem
 from gnnbench.partition.refine import refine
 from gnnbench.partition.stage import run_partition_stage
 from gnnbench.paths import REPO_ROOT, raw_dir
-from gnnbench.track.mlflow_run import one_line
 from gnnbench.track.report.streaming_configs import (
     CONFIGS,
     PUBLISHED,

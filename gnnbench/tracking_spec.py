@@ -1,6 +1,7 @@
 """TrackingSpec: the `tracking` config (where a job's MLflow runs go), checked once.
 
-Light on purpose: the sweep callback reads it before any job module is loaded.
+Part of the job (gnnbench/spec.py's JobSpec holds it), read by the tracking stage and the sweep's
+driver; light on purpose: the sweep callback reads it before any job module is loaded.
 """
 
 from __future__ import annotations
