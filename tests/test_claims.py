@@ -25,6 +25,7 @@ from gnnbench.track.claims.papers import sampler_workers as claim_10
 from gnnbench.track.claims.papers import spring_merge as claim_2
 from gnnbench.track.claims.papers import spring_rf as claim_1
 from gnnbench.track.claims.papers import sync_speed as claim_6
+from gnnbench.track.claims.papers import training_systems as claim_11
 
 CLAIM_CONFIGS = sorted(path.stem for path in (CONF_DIR / "experiment").glob("claim_*.yaml"))
 T0 = 1_700_000_000_000
@@ -40,13 +41,14 @@ EXPERIMENTS = {
     config: claim.study.experiment if claim.study and config in claim.study.configs
     else claim.experiment
     for claim in claims.all_claims()
+    if claim.runs_from is None  # claim 11 reads the training baselines' runs
     for config in claim.all_configs
 }  # fmt: skip
 
 
 def test_every_claim_has_its_configs_and_every_config_a_claim():
     assert set(EXPERIMENTS) == set(CLAIM_CONFIGS)
-    assert [claim.number for claim in claims.all_claims()] == list(range(1, 11))
+    assert [claim.number for claim in claims.all_claims()] == list(range(1, 12))
 
 
 def test_a_claim_number_registers_once():
@@ -217,6 +219,29 @@ def test_claim_6_time_half_decides(model_avg_times, verdict):
          "sync_count": [1.0, 10.0, 1.0, 10.0]}
     )  # fmt: skip
     assert claim_6.judge_sync_speed(speed).verdict == verdict
+
+
+@pytest.mark.parametrize(
+    ("design_epoch", "design_f1", "verdict"),
+    [(0.8, 0.90, "holds"), (1.2, 0.90, "holds partly"), (0.8, 0.85, "holds partly"),
+     (1.2, 0.85, "refuted")],
+)  # fmt: skip
+def test_claim_11_judges_the_design_against_both_baselines(design_epoch, design_f1, verdict):
+    """SDT-GNN's design (model_avg on SPRING) against DistDGL (epoch 1.0, F1 0.90) and PyG DDP
+    (epoch 2.0, F1 0.89) on two graphs; a faster gnnbench system (grad_avg, 0.1 s) does not
+    decide the speed."""
+    systems = [claim_11.DESIGN, *claim_11.REFERENCES.values(), "gnnbench grad_avg on spring"]
+    rows = [
+        {"dataset.name": graph, "system": system, "seed": seed, "epoch_time_s": epoch,
+         "test_f1_micro": f1}
+        for graph in ("a", "b") for seed in (0, 1)
+        for system, epoch, f1 in zip(systems, (design_epoch, 1.0, 2.0, 0.1),
+                                     (design_f1, 0.9, 0.89, 0.5), strict=True)
+    ]  # fmt: skip
+    frame = pd.DataFrame(rows)
+    assert claim_11.judge_training_systems(frame).verdict == verdict
+    assert claim_11.speed_table(frame)["fastest gnnbench"].tolist() == [systems[3]] * 2
+    assert claim_11.judge_training_systems(frame.iloc[0:0]) is None
 
 
 def test_claim_3_judges_structure_only_and_shows_features():
@@ -441,8 +466,8 @@ def test_local_step_findings_follow_the_figures():
 
 def test_only_names_known_claims():
     assert [claim.number for claim in claims.selected("2,7")] == [2, 7]
-    with pytest.raises(ConfigError, match="no claim 11"):
-        claims.selected("11")
+    with pytest.raises(ConfigError, match="no claim 12"):
+        claims.selected("12")
     with pytest.raises(ConfigError, match="expected numbers"):
         claims.selected("one")
 

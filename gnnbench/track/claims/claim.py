@@ -56,10 +56,15 @@ class Claim:
     plot: Callable[[pd.DataFrame], object | None] | None = None  # a matplotlib Figure or None
     untested: str = ""  # the part of the claim gnnbench cannot test, and why
     study: Study | None = None
+    # A claim judged on another document's committed runs (the training baselines'): the MLflow
+    # experiment its configs run into and how its runs are read, as the judges read them. Such a
+    # claim exports nothing of its own (docs/claims/runs/ holds no copy of those runs).
+    shared_experiment: str = ""
+    runs_from: Callable[[], pd.DataFrame] | None = None
 
     @property
     def experiment(self) -> str:
-        return f"claim_{self.number}"
+        return self.shared_experiment or f"claim_{self.number}"
 
     @property
     def all_configs(self) -> tuple[str, ...]:

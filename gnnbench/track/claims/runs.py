@@ -74,9 +74,10 @@ def claim_frame(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def experiments(claims=None) -> list[str]:
-    """The MLflow experiments the claims read (all claims' by default): each one's and its study's."""
+    """The MLflow experiments the claims read (all claims' by default): each one's and its study's;
+    a claim judged on another document's runs (`runs_from`) adds none."""
     claims = all_claims() if claims is None else claims
-    names = [claim.experiment for claim in claims]
+    names = [claim.experiment for claim in claims if claim.runs_from is None]
     return names + [claim.study.experiment for claim in claims if claim.study]
 
 
