@@ -21,6 +21,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset, Sampler
 
 from gnnbench.process import lifecycle
+from gnnbench.process.io_counters import storage_read_bytes
 from gnnbench.process.peak_rss import peak_rss_mb, reset_peak_rss
 from gnnbench.train.batching import BatchPlan, computation_cost, induced_batch
 from gnnbench.train.sampler import SampledBatch, batch_seed, node_scratch
@@ -38,6 +39,8 @@ class PreparedBatch:
     target: torch.Tensor
     cost: int
     producer_peak_mb: float  # resident peak of the process that prepared it, so far
+    producer_pid: int = 0  # the process that prepared it
+    producer_read_bytes: int | None = None  # its storage reads so far (io_counters)
 
 
 class BatchMaker(Dataset):
@@ -76,6 +79,8 @@ class BatchMaker(Dataset):
             target=part.labels[torch.from_numpy(plan.seeds)],
             cost=computation_cost(batch),
             producer_peak_mb=peak_rss_mb(),
+            producer_pid=os.getpid(),
+            producer_read_bytes=storage_read_bytes(),
         )
 
     def __len__(self) -> int:  # specs are not indices: the loader's sampler supplies them
@@ -109,7 +114,7 @@ def _start_sampler(trainer_pid: int, _worker_id: int) -> None:
 class BatchSource:
     """Yields prepared batches of the resident partition for a list of specs, in order, timing
     the trainer's waits (`wait_s`) and keeping the sampler processes' largest resident peak
-    (`sampler_peak_mb`; 0 without them)."""
+    (`sampler_peak_mb`; 0 without them) and their storage reads (`read_bytes`)."""
 
     def __init__(self, strategy: str, seed: int, sampler_workers: int, timeout_s: float, pin: bool):
         self.strategy = strategy
@@ -122,6 +127,8 @@ class BatchSource:
         self._specs = _Specs()
         self._maker: BatchMaker | None = None
         self._loader = None
+        self._sampler_reads: dict[int, int] = {}  # a running sampler's reads, by pid
+        self._stopped_sampler_reads = 0  # those of the samplers closed before
 
     def _serve(self, part: Any) -> None:
         """Prepare `part`'s batches from now on (its own sampler processes, if any)."""
@@ -164,15 +171,27 @@ class BatchSource:
                 return
             if self._loader is not None:
                 self.sampler_peak_mb = max(self.sampler_peak_mb, batch.producer_peak_mb)
+                if batch.producer_read_bytes is not None:
+                    self._sampler_reads[batch.producer_pid] = batch.producer_read_bytes
             if self.pin:  # page-locked, so the copy to the GPU can overlap
                 batch.x = batch.x.pin_memory()
             yield batch
+
+    def read_bytes(self) -> int | None:
+        """Storage reads so far of this trainer and of its samplers (as of the last batch each
+        prepared: reads for batches still in flight come with them); None where not counted."""
+        own = storage_read_bytes()
+        if own is None:
+            return None
+        return own + self._stopped_sampler_reads + sum(self._sampler_reads.values())
 
     def close(self) -> None:
         """Stop the sampler processes and drop the partition (before the next one loads)."""
         iterator = getattr(self._loader, "_iterator", None)
         if iterator is not None:
             iterator._shutdown_workers()
+        self._stopped_sampler_reads += sum(self._sampler_reads.values())
+        self._sampler_reads.clear()
         self._loader = None
         self._maker = None
 

@@ -25,6 +25,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
+from gnnbench.process.io_counters import mb_between, storage_read_bytes
 from gnnbench.process.peak_rss import PeakRss, peak_rss_mb, reset_peak_rss
 from gnnbench.progress import INNER_LINE_EVERY_S, progress
 from gnnbench.train.batch_source import feature_rows
@@ -50,6 +51,7 @@ class PhaseFigures:
     eval_s: float = 0.0  # every evaluation, its loads included
     evaluations: int = 0
     eval_load_s: float = 0.0  # what evaluations spent loading partitions (out of load_time_s)
+    eval_read_mb: float = 0.0  # what evaluations read from storage (NaN: not counted)
 
     def worst_over_ranks(
         self,
@@ -75,7 +77,14 @@ class PhaseFigures:
         worst = group.all_reduce(torch.tensor(figures, dtype=torch.float64), dist.ReduceOp.MAX)
         names = ("train_peak_rss_mb", "eval_peak_rss_mb", "load_time_s", "eval_time_s")
         figures = {name: float(value) for name, value in zip(names, worst, strict=True)}
-        return {**figures, "train_rss_sum_mb": float(summed[0])}
+        read = self.eval_read_mb / max(1, self.evaluations)
+        read = float(group.all_reduce(torch.tensor([read], dtype=torch.float64))[0])
+        return {
+            **figures,
+            "train_rss_sum_mb": float(summed[0]),
+            # per evaluation, every rank's reads together; None where a rank could not count
+            "eval_bytes_read_mb": read if np.isfinite(read) else None,
+        }
 
 
 def _rows(table: Any, ids: np.ndarray) -> torch.Tensor:
@@ -120,10 +129,11 @@ class Evaluator:
         training's."""
         phases = self.phases
         phases.train_peak_mb = max(phases.train_peak_mb, peak_rss_mb())
-        loaded, started = self.partitions.load_s, time.perf_counter()
+        loaded, started, read = self.partitions.load_s, time.perf_counter(), storage_read_bytes()
         with PeakRss() as rss:
             self.scores[epoch] = self.evaluate()
         phases.eval_s += time.perf_counter() - started
+        phases.eval_read_mb += mb_between(read, storage_read_bytes())
         phases.evaluations += 1
         phases.eval_load_s += self.partitions.load_s - loaded
         phases.eval_peak_mb = max(phases.eval_peak_mb, rss.peak_mb)

@@ -28,6 +28,7 @@ class EpochRecord:
     train_nodes_per_epoch: np.ndarray  # seeds trained by every rank together
     computation_cost: np.ndarray  # (node, layer) pairs of this rank's batches
     batch_wait_s: np.ndarray  # seconds waiting for prepared batches
+    bytes_read_mb: np.ndarray  # storage reads of this rank and its samplers (NaN: not counted)
 
     @classmethod
     def zeros(cls, epochs: int) -> EpochRecord:
@@ -56,8 +57,15 @@ class EpochRecord:
             "train_nodes_per_epoch": float(self.train_nodes_per_epoch.min()),  # the fewest
             "computation_cost": float(cost.mean()),  # per epoch, all ranks
             "batch_wait_s": float(waits.mean()),  # per epoch, the slowest-waiting rank's
+            "bytes_read_mb": self._total_mean(group, self.bytes_read_mb),  # per epoch, all ranks
         }
         return figures, losses
+
+    @staticmethod
+    def _total_mean(group: RankGroup, values: np.ndarray) -> float | None:
+        """The mean over epochs of the ranks' sum; None where a rank could not count."""
+        total = group.all_reduce(torch.from_numpy(values)).numpy().mean()
+        return float(total) if np.isfinite(total) else None
 
     @staticmethod
     def _worst(group: RankGroup, values: np.ndarray) -> np.ndarray:

@@ -48,6 +48,8 @@ class TrainResult:
     prepare_time_s: float | None = (
         None  # a baseline's own preparation of the book (DistDGL's format)
     )
+    bytes_read_mb: float | None = None  # storage reads per epoch, every rank and sampler
+    eval_bytes_read_mb: float | None = None  # storage reads per evaluation, every rank
 
     @classmethod
     def from_summary(

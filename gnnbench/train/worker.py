@@ -17,6 +17,7 @@ import time
 import torch
 
 from gnnbench.errors import DataError
+from gnnbench.process.io_counters import mb_between
 from gnnbench.process.peak_rss import reset_peak_rss
 from gnnbench.progress import progress
 from gnnbench.train.batch_source import BatchSource
@@ -98,11 +99,14 @@ class Worker:
         for start in progress(rounds, len(rounds), "training round", enabled=self.group.rank == 0,
                               status=status):  # fmt: skip
             length = min(self.round_length, spec.epochs - start)
-            started = time.perf_counter()
+            started, read = time.perf_counter(), self.source.read_bytes()
             self.mode.train_round(start, length, record)
             self.group.wait_for_device()
             # the wall clock of a round's epochs: its loads, batch waits and syncs included
             record.epoch_time_s[start : start + length] = (time.perf_counter() - started) / length
+            record.bytes_read_mb[start : start + length] = (
+                mb_between(read, self.source.read_bytes()) / length
+            )
             done = start + length
             if done // spec.eval_every > last_evaluated // spec.eval_every or done == spec.epochs:
                 evaluator.measured_evaluation(done)
