@@ -1,6 +1,9 @@
 """User-facing errors: one line that names the file or key and what was expected."""
 
+import math
 import signal
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 
 class GnnbenchError(Exception):
@@ -66,6 +69,14 @@ def one_line(exc: BaseException) -> str:
     """`first_line`, at most 500 characters: what a console line, a failed run's tag and a report
     row show of an error."""
     return first_line(exc)[:500]
+
+
+def root_cause(records: Sequence[Mapping[str, Any]]) -> Mapping[str, Any]:
+    """Of several ranks' failure records (`rank`, `expected`, and `at` where known), the one to
+    report, by one rule for spawned and torchrun ranks alike: an expected error (a GnnbenchError
+    names its cause; the other ranks' errors usually follow from that rank leaving the
+    collectives) before an unexpected one, then the earliest, then the lowest rank."""
+    return min(records, key=lambda r: (not r["expected"], r.get("at", math.inf), r["rank"]))
 
 
 def error_record(exc: GnnbenchError) -> dict:

@@ -12,7 +12,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 from test_train import FAST, SAGE, community_store
 
-from gnnbench.errors import ConfigError, DataError
+from gnnbench.errors import ConfigError, DataError, root_cause
 from gnnbench.train.coordinator import SingleProcess, Torchrun, first_failure
 from gnnbench.train.modes import TRAINING_MODES
 from gnnbench.train.modes.centralized import Centralized
@@ -84,6 +84,17 @@ def test_the_expected_failure_of_the_lowest_rank_is_every_rank_s():
     ]
     chosen = first_failure(failures)
     assert isinstance(chosen, DataError) and str(chosen) == "worker 1 failed: a: bad"
+
+
+def test_one_rule_picks_the_root_cause_for_spawned_and_torchrun_ranks():
+    """errors.root_cause: expected before unexpected, then the earliest, then the lowest rank
+    (launch._failure and coordinator.first_failure both read it)."""
+    later = {"rank": 0, "expected": True, "at": 2.0}
+    earlier = {"rank": 3, "expected": True, "at": 1.0}
+    crash = {"rank": 1, "expected": False, "at": 0.5}
+    assert root_cause([later, earlier, crash]) is earlier
+    assert root_cause([crash, {"rank": 2, "expected": False, "at": 0.1}])["rank"] == 2
+    assert root_cause([{"rank": 1, "expected": True}, {"rank": 0, "expected": True}])["rank"] == 0
 
 
 def _rank_main(rank: int, port: int, scratch: str) -> None:

@@ -9,11 +9,12 @@ and makes each raise the same error when any rank fails. Errors cross processes 
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager as ContextManager
 from typing import Any, TypeVar
 
-from gnnbench.errors import GnnbenchError, error_record, from_record
+from gnnbench.errors import GnnbenchError, error_record, from_record, root_cause
 from gnnbench.process.torchrun import torchrun_rank
 from gnnbench.train.spec import TrainSpec
 
@@ -106,13 +107,14 @@ class Torchrun(SingleProcess):
 
 
 def _failure_of(rank: int, exc: BaseException) -> dict[str, Any]:
-    return {"rank": rank, "expected": isinstance(exc, GnnbenchError), **error_record(exc)}
+    expected = isinstance(exc, GnnbenchError)
+    return {"rank": rank, "expected": expected, "at": time.time(), **error_record(exc)}
 
 
 def first_failure(failures: list[dict[str, Any]]) -> Exception:
     """The error to raise for the ranks' failures: an expected one (the others are usually its
     consequence: a rank that left the collectives) from the lowest rank."""
-    chosen = min(failures, key=lambda failure: (not failure["expected"], failure["rank"]))
+    chosen = root_cause(failures)
     message = f"worker {chosen['rank']} failed: {chosen['message']}"
     if not chosen["expected"]:
         return RuntimeError(f"{message} ({chosen['type']})")

@@ -2,7 +2,7 @@
 
 A spawned worker that raises writes its error to a file and exits; the parent, woken by the
 process's exit, terminates the other ranks at once (they would otherwise wait in a collective until
-the gloo timeout) and raises the earliest error with its rank.
+the gloo timeout) and raises the error `errors.root_cause` picks, with its rank.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 from gnnbench import errors
-from gnnbench.errors import ConfigError
+from gnnbench.errors import ConfigError, root_cause
 from gnnbench.process import lifecycle
 from gnnbench.process.memory_limit import killed_by_signal
 from gnnbench.train.spec import Job, TrainSpec
@@ -235,16 +235,16 @@ def _cores() -> int:
 
 def _failure(scratch: Path, processes: list, rank: int) -> Exception:
     """Why the ranks failed, as one line: a rank a signal ended (the others' errors then follow
-    from its vanishing from the collectives), else the earliest recorded error (the rest are
-    usually its consequence). Read before `_stop` signals the survivors itself."""
-    recorded = []
-    for path in scratch.glob("error-*.json"):
-        payload = json.loads(path.read_text())
-        recorded.append((payload["at"], int(path.stem.split("-")[1]), payload))
+    from its vanishing from the collectives), else the recorded error `errors.root_cause` picks
+    (the rest are usually its consequence). Read before `_stop` signals the survivors itself."""
+    recorded = [
+        {**json.loads(path.read_text()), "rank": int(path.stem.split("-")[1])}
+        for path in scratch.glob("error-*.json")
+    ]
     signalled = [
         other
         for other, process in enumerate(processes)
-        if (process.exitcode or 0) < 0 and other not in {item[1] for item in recorded}
+        if (process.exitcode or 0) < 0 and other not in {item["rank"] for item in recorded}
     ]
     if signalled:
         killed = signalled[0] if rank not in signalled else rank
@@ -252,7 +252,8 @@ def _failure(scratch: Path, processes: list, rank: int) -> Exception:
         return errors.Killed(f"worker {killed} failed: killed by signal {name}")
     if not recorded:
         return RuntimeError(f"worker {rank} failed: exited with code {processes[rank].exitcode}")
-    _, rank, payload = min(recorded, key=lambda item: item[0])
+    payload = root_cause(recorded)
+    rank = payload["rank"]
     message = f"worker {rank} failed: {payload['message']}"
     if payload["expected"]:
         failure = errors.from_record({**payload, "message": message})
