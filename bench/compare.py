@@ -277,25 +277,39 @@ def git(*args: str) -> str:
     return git_output(REPO_ROOT, *args)
 
 
+def _imported_names(node: ast.Import | ast.ImportFrom) -> list[tuple[str, str]]:
+    """What an import binds, without where it comes from: (name, bound as) per alias, so a
+    module moved elsewhere reads the same and `fast as kernel` -> `slow as kernel` does not."""
+    return [(alias.name.rpartition(".")[2], alias.asname or alias.name) for alias in node.names]
+
+
+def _is_docstring(node: ast.stmt) -> bool:
+    return isinstance(node, ast.Expr) and isinstance(getattr(node, "value", None), ast.Constant) \
+        and isinstance(node.value.value, str)  # fmt: skip
+
+
 def without_imports(source: str) -> str | None:
-    """A module's code as its syntax tree with every import statement (at any depth), comment and
-    formatting left out; None for a file that is not Python or does not parse."""
+    """A module's code as its syntax tree with each scope's imports reduced to the sorted names
+    they bind, docstrings, comments and layout left out; None for text that does not parse."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
         return None
     for node in ast.walk(tree):
         for field, value in ast.iter_fields(node):
-            if isinstance(value, list):
-                setattr(node, field, [item for item in value
-                                      if not isinstance(item, ast.Import | ast.ImportFrom)])  # fmt: skip
+            if isinstance(value, list) and value and all(isinstance(v, ast.AST) for v in value):
+                imports = [v for v in value if isinstance(v, ast.Import | ast.ImportFrom)]
+                kept = [v for v in value if v not in imports and not _is_docstring(v)]
+                names = sorted(name for v in imports for name in _imported_names(v))
+                setattr(node, field, [*kept, *([ast.Constant(names)] if names else [])])
     return ast.dump(tree)
 
 
 def imports_alone_changed(base_source: str | None, source: str | None) -> bool:
-    """Whether two versions of a file differ only in their imports (or comments and layout): a
-    module moved elsewhere changes no kernel's speed, so it selects none (the fixed set still
-    runs). A file added or removed whole (None) does select its kernels."""
+    """Whether two versions of a Python file differ only in where their imports come from (or in
+    docstrings, comments and layout): a module moved elsewhere changes no kernel's speed, so it
+    selects none (the fixed set still runs). A file added or removed whole (None) does select
+    its kernels."""
     if base_source is None or source is None:
         return False
     code = without_imports(source)
@@ -303,14 +317,23 @@ def imports_alone_changed(base_source: str | None, source: str | None) -> bool:
 
 
 def file_at(rev: str | None, path: str) -> str | None:
-    """The file's text at `rev`, or in the working tree for rev None; None where it is absent."""
-    if rev is None:
-        file = REPO_ROOT / path
-        return file.read_text() if file.is_file() else None
+    """The file's text at `rev`, or in the working tree for rev None; None where it is absent or
+    not text."""
     try:
+        if rev is None:
+            file = REPO_ROOT / path
+            return file.read_text() if file.is_file() else None
         return git("show", f"{rev}:{path}")
-    except subprocess.CalledProcessError:
+    except (subprocess.CalledProcessError, UnicodeDecodeError):
         return None
+
+
+def touched_paths(base_rev: str) -> list[str]:
+    """The files changed since `base_rev` whose code changed: every file but a Python module
+    whose change `imports_alone_changed` accepts."""
+    return [path for path in git("diff", "--name-only", base_rev).splitlines()
+            if not path.endswith(".py")
+            or not imports_alone_changed(file_at(base_rev, path), file_at(None, path))]  # fmt: skip
 
 
 def default_base() -> str:
@@ -328,9 +351,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # remove the worktree on kill too
     base_rev = git("rev-parse", args.base or default_base())
-    touched = [path for path in git("diff", "--name-only", base_rev).splitlines()
-               if not imports_alone_changed(file_at(base_rev, path), file_at(None, path))]  # fmt: skip
-    kernels = args.kernels.split(",") if args.kernels else kernels_for(touched)
+    kernels = args.kernels.split(",") if args.kernels else kernels_for(touched_paths(base_rev))
     print(f"comparing the working tree with {base_rev[:12]}: {', '.join(kernels)}", flush=True)
     with worktree(base_rev) as base_tree:
         verdicts, missing = compare_trees(

@@ -72,11 +72,17 @@ def one_line(exc: BaseException) -> str:
 
 
 def root_cause(records: Sequence[Mapping[str, Any]]) -> Mapping[str, Any]:
-    """Of several ranks' failure records (`rank`, `expected`, and `at` where known), the one to
-    report, by one rule for spawned and torchrun ranks alike: an expected error (a GnnbenchError
-    names its cause; the other ranks' errors usually follow from that rank leaving the
-    collectives) before an unexpected one, then the earliest, then the lowest rank."""
-    return min(records, key=lambda r: (not r["expected"], r.get("at", math.inf), r["rank"]))
+    """Of several ranks' failure records (`rank`, `expected`, and `at` where the ranks share a
+    clock: spawned ranks on one host), the one to report, by one rule for spawned and torchrun
+    ranks alike: an expected error (a GnnbenchError names its cause; the other ranks' errors
+    usually follow from that rank leaving the collectives) before an unexpected one, then the
+    earliest, then the lowest rank."""
+
+    def order(record: Mapping[str, Any]) -> tuple:
+        at = record.get("at")
+        return (not record["expected"], math.inf if at is None else at, record["rank"])
+
+    return min(records, key=order)
 
 
 def error_record(exc: GnnbenchError) -> dict:

@@ -21,7 +21,8 @@ import itertools
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from gnnbench.config_values import KEYS_ADDED_LATER, digest, is_neutral, is_neutral_text
+from gnnbench import config_values
+from gnnbench.config_values import digest, is_neutral, is_neutral_text
 from gnnbench.data.spec import ORIGIN_KEYS
 
 # Top-level keys that say where things go, not what is computed: never in a run key or sweep id.
@@ -42,7 +43,7 @@ READ_ONLY_UNDER = {
 def _neutral_keys_present(config: Mapping[str, Any]) -> list[str]:
     """The KEYS_ADDED_LATER a resolved config holds at their neutral value."""
     present = []
-    for dotted in KEYS_ADDED_LATER:
+    for dotted in config_values.KEYS_ADDED_LATER:
         section, key = dotted.split(".")
         block = config.get(section)
         if isinstance(block, Mapping) and key in block and is_neutral(dotted, block[key]):

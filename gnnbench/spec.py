@@ -68,11 +68,9 @@ class JobSpec:
 
 def _train(config: Mapping[str, Any]) -> TrainSpec | None:
     """The TrainSpec (train and model groups with the axes training reads); None for train=none."""
-    mode = _section(config, "train").get("mode")
-    if mode == "none":
+    if _section(config, "train").get("mode") == "none":
         return None
-    TRAINING_MODES.get(str(mode))  # a registered mode, or one line naming them, before its keys
-    return TrainSpec.from_job_config(config)
+    return TrainSpec.from_job_config(config, check_mode=TRAINING_MODES.get)
 
 
 def _memory_budget(config: Mapping[str, Any]) -> MemoryBudget | None:

@@ -154,11 +154,17 @@ def test_planted_slowdowns_fail_the_gate(tmp_path):
 
 
 def test_a_change_of_imports_alone_selects_no_kernel():
-    """Moved imports (one-line or parenthesised, at module level or in a function), comments and
-    layout change no kernel; a changed line of code, or a file added or removed, does."""
+    """Moved imports (one-line or parenthesised, at module level or in a function), docstrings,
+    comments and layout change no kernel; a changed line of code, another function imported
+    under the same name, a dropped import, or a file added or removed, does."""
     base = "from a import (\n    f,\n    g,\n)\n\ndef h():\n    import x\n    return f(g)\n"
-    moved = "from a import f  # f stays\nfrom b import g\n\n\ndef h():\n    return f(g)\n"
+    moved = "from a import f  # f stays\nfrom b import g\n\n\ndef h():\n    import x\n\n    return f(g)\n"
     assert imports_alone_changed(base, moved)
     assert not imports_alone_changed(base, moved.replace("f(g)", "g(f)"))
     assert not imports_alone_changed(None, moved) and not imports_alone_changed(base, None)
     assert not imports_alone_changed("x = (", "x = (")  # not Python: its kernels run
+    aliased = "from m import fast as kernel\nkernel()\n"
+    assert not imports_alone_changed(aliased, aliased.replace("fast", "slow"))  # another function
+    assert not imports_alone_changed("import a.register\n", "\n")  # a side effect dropped
+    documented = '"""Old."""\ndef h():\n    """Old."""\n    return 1\n'
+    assert imports_alone_changed(documented, documented.replace("Old", "New"))

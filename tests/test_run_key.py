@@ -6,7 +6,7 @@ import pytest
 from cli import gnnbench
 from test_end_to_end import runs
 
-from gnnbench import identity
+from gnnbench import config_values
 from gnnbench.config_values import is_neutral
 from gnnbench.identity import run_key, run_keys
 from gnnbench.track.report.query import ALIASES_TAG, newest_per_job
@@ -80,7 +80,7 @@ def test_cluster_keys_count_only_where_the_cluster_strategy_reads_them():
 def test_run_keys_hold_the_key_runs_were_tagged_with_while_the_key_counted(monkeypatch):
     config = {**BASE, "train": {"mode": "model_avg", "epochs": 3, "optimizer_state": "local"},
               "partitioner": {"name": "spring", "chunk_edges": 1048576}}  # fmt: skip
-    monkeypatch.setattr(identity, "KEYS_ADDED_LATER", {})  # the version before this rule
+    monkeypatch.setattr(config_values, "KEYS_ADDED_LATER", {})  # the version before this rule
     tagged_then = run_key(config)
     monkeypatch.undo()
     keys = run_keys(config)

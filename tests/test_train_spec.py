@@ -17,7 +17,7 @@ from gnnbench.train.coordinator import SingleProcess, Torchrun, first_failure
 from gnnbench.train.modes import TRAINING_MODES
 from gnnbench.train.modes.centralized import Centralized
 from gnnbench.train.record import EpochRecord
-from gnnbench.train.runner import run_training
+from gnnbench.train.runner import check_training_config, run_training
 from gnnbench.train.spec import TrainSpec, spec_from_conf
 
 
@@ -52,6 +52,9 @@ def test_the_spec_carries_the_job_axes_and_yaml_defaults():
     assert spec.model.as_config() == SAGE
     with pytest.raises(ConfigError, match=r"^sync_interval: expected >= 1, got 0$"):
         spec_from_conf({"mode": "model_avg"}, SAGE, sync_interval=0)
+    bogus = spec_from_conf({"mode": "model_avg"} | {"mode": "bogus"}, SAGE)  # parsed without the
+    with pytest.raises(ConfigError, match=r"^train\.mode: unknown training mode 'bogus'"):
+        check_training_config(spec=bogus, p=2)  # registry; refused before any data is read
 
 
 @TRAINING_MODES.register("test_frozen")

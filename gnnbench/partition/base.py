@@ -41,7 +41,7 @@ class PartitionResult:
 # and `vertex_balance_bound(p, num_nodes, **keywords)`, the bound the algorithm enforces (None
 # where those keys enforce none);
 # and `nested_spec(**keywords)`, for a partitioner that runs another (quotient): that other one's
-# PartitionSpec, whose identity and code version enter the book's (gnnbench.identity).
+# PartitionSpec, whose identity and code version enter the book's (partition/book_identity.py).
 # Its signature is `fn(store, p, seed, *, <own keys>)`: keyword-only parameters without defaults,
 # which gnnbench/conf/partitioner/<name>.yaml supplies (gnnbench/partition/spec.py checks them).
 PartitionFn = Callable[..., PartitionResult]

@@ -8,7 +8,7 @@ num_workers), so nothing travels as a bare positional number.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -143,11 +143,15 @@ class TrainSpec:
         sync_interval: int,
         seed: int,
         num_workers: int,
+        check_mode: Callable[[str], object] | None = None,
     ) -> TrainSpec:
         """Parse the train and model groups plus the job axes; one line per bad or unknown key.
-        Whether train.mode names a registered mode is the job's check (gnnbench/spec.py) and the
-        runner's: the modes' registry sits above this module (a mode reads a TrainSpec)."""
+        `check_mode` refuses an unknown train.mode after the keys and before the values: the
+        modes' registry sits above this module (a mode reads a TrainSpec), so the job passes it
+        (gnnbench/spec.py); the runner checks the mode again before training."""
         _check_keys("train", train, _valid_keys(cls, AXES), OPTIONAL_TRAIN_KEYS)
+        if check_mode is not None:
+            check_mode(str(train["mode"]))
         return cls(
             **_train_values(train),
             sync_interval=whole_axis("sync_interval", sync_interval, 1),
@@ -157,7 +161,9 @@ class TrainSpec:
         )
 
     @classmethod
-    def from_job_config(cls, config: Mapping[str, Any]) -> TrainSpec:
+    def from_job_config(
+        cls, config: Mapping[str, Any], check_mode: Callable[[str], object] | None = None
+    ) -> TrainSpec:
         """The spec of a composed job config (train and model groups, sync_interval, seed,
         num_gpus)."""
         return cls.from_config(
@@ -166,6 +172,7 @@ class TrainSpec:
             sync_interval=config["sync_interval"],
             seed=config["seed"],
             num_workers=config["num_gpus"],
+            check_mode=check_mode,
         )
 
 

@@ -359,7 +359,8 @@ def build_entries(store: GraphStore) -> int:
 
 def _nested_spec(*, base, base_keys, chunk_edges, **_own):
     """The base partitioner quotient runs, as a spec: its full identity (its config file's
-    defaults included) and code version enter quotient's book identity (gnnbench.identity)."""
+    defaults included) and code version enter quotient's book identity
+    (gnnbench/partition/book_identity.py)."""
     return _base_spec(base, base_keys, chunk_edges)
 
 
