@@ -283,8 +283,8 @@ def _imported_names(node: ast.Import | ast.ImportFrom) -> list[tuple[str, str]]:
     return [(alias.name.rpartition(".")[2], alias.asname or alias.name) for alias in node.names]
 
 
-def _is_docstring(node: ast.stmt) -> bool:
-    return isinstance(node, ast.Expr) and isinstance(getattr(node, "value", None), ast.Constant) \
+def _is_docstring(node: ast.AST) -> bool:
+    return isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) \
         and isinstance(node.value.value, str)  # fmt: skip
 
 

@@ -9,22 +9,15 @@ import os
 import numpy as np
 import pytest
 
-from gnnbench.process.io_counters import mb_between, storage_read_bytes
+from gnnbench.process.io_counters import drop_from_page_cache, mb_between, storage_read_bytes
 
 FILE_MB = 16
 
 
 def _uncached_file(path) -> None:
     """A file on disk whose pages the page cache has dropped."""
-    with open(path, "wb") as handle:
-        handle.write(os.urandom(FILE_MB << 20))
-        handle.flush()
-        os.fsync(handle.fileno())
-    descriptor = os.open(path, os.O_RDONLY)
-    try:
-        os.posix_fadvise(descriptor, 0, 0, os.POSIX_FADV_DONTNEED)
-    finally:
-        os.close(descriptor)
+    path.write_bytes(os.urandom(FILE_MB << 20))
+    drop_from_page_cache(path)
 
 
 @pytest.mark.skipif(storage_read_bytes() is None, reason="no /proc/self/io on this platform")

@@ -19,6 +19,7 @@ import numpy as np
 
 from gnnbench.errors import GnnbenchError
 from gnnbench.process.atomic import remove_stale_in, temporary_name
+from gnnbench.process.io_counters import drop_from_page_cache
 
 BLOCK = 8 << 20  # bytes per sequential read
 PAGE = 4096  # bytes per random read
@@ -39,15 +40,6 @@ class DiskRates:
         return self.random_reads_s * PAGE / 2**20
 
 
-def _drop_from_cache(path: Path) -> None:
-    descriptor = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(descriptor)
-        os.posix_fadvise(descriptor, 0, 0, os.POSIX_FADV_DONTNEED)
-    finally:
-        os.close(descriptor)
-
-
 def _write_probe(path: Path, size: int) -> None:
     chunk = np.random.default_rng(0).integers(0, 256, BLOCK, dtype=np.uint8).tobytes()
     with open(path, "wb") as handle:
@@ -58,7 +50,7 @@ def _write_probe(path: Path, size: int) -> None:
 
 def sequential_mb_s(path: Path) -> float:
     """MiB/s of one cold pass over the file."""
-    _drop_from_cache(path)
+    drop_from_page_cache(path)
     started, total = time.perf_counter(), 0
     with open(path, "rb", buffering=0) as handle:
         while chunk := handle.read(BLOCK):
@@ -68,7 +60,7 @@ def sequential_mb_s(path: Path) -> float:
 
 def random_reads_s(path: Path, reads: int, seed: int = 0) -> float:
     """Cold 4 KiB reads per second at random page offsets (readahead off: each read is its own)."""
-    _drop_from_cache(path)
+    drop_from_page_cache(path)
     pages = path.stat().st_size // PAGE
     offsets = np.random.default_rng(seed).choice(pages, size=min(reads, pages), replace=False)
     descriptor = os.open(path, os.O_RDONLY)

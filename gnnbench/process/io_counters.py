@@ -6,6 +6,7 @@ zero."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 
@@ -27,3 +28,14 @@ def mb_between(before: int | None, after: int | None) -> float:
     if before is None or after is None:
         return float("nan")
     return (after - before) / 2**20
+
+
+def drop_from_page_cache(path: Path) -> None:
+    """Write the file's dirty pages out and ask the kernel to drop its cached ones
+    (POSIX_FADV_DONTNEED: advice, a dirty page would stay), so the next read reaches the disk."""
+    descriptor = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+        os.posix_fadvise(descriptor, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(descriptor)

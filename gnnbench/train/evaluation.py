@@ -67,7 +67,8 @@ class PhaseFigures:
         ends in an evaluation: training's peak was read before it. train_rss_sum_mb: every
         training process's peak summed (a rank's `samplers` each counted at the largest one's)."""
         own = self.train_peak_mb + samplers * sampler_peak_mb
-        summed = group.all_reduce(torch.tensor([own], dtype=torch.float64))
+        read = self.eval_read_mb / max(1, self.evaluations)  # NaN where this rank cannot count
+        summed = group.all_reduce(torch.tensor([own, read], dtype=torch.float64))
         figures = [
             max(self.train_peak_mb, sampler_peak_mb),
             self.eval_peak_mb,
@@ -77,8 +78,7 @@ class PhaseFigures:
         worst = group.all_reduce(torch.tensor(figures, dtype=torch.float64), dist.ReduceOp.MAX)
         names = ("train_peak_rss_mb", "eval_peak_rss_mb", "load_time_s", "eval_time_s")
         figures = {name: float(value) for name, value in zip(names, worst, strict=True)}
-        read = self.eval_read_mb / max(1, self.evaluations)
-        read = float(group.all_reduce(torch.tensor([read], dtype=torch.float64))[0])
+        read = float(summed[1])
         return {
             **figures,
             "train_rss_sum_mb": float(summed[0]),

@@ -85,7 +85,7 @@ def judge_training_systems(frame: pd.DataFrame) -> Verdict | None:
 
 def detail_training_systems(frame: pd.DataFrame) -> list[str]:
     """The two tables the verdict reads, and where the runs and curves are."""
-    lines = [
+    return [
         "Runs: `docs/training_baselines.csv`, which `python scripts/training_baselines.py --run` "
         "makes (its sweeps, then the CSV; `scripts/claims.py` only reads it), every figure per "
         "system in docs/training_baselines.md.",
@@ -103,7 +103,6 @@ def detail_training_systems(frame: pd.DataFrame) -> list[str]:
         "",
         f"![validation F1 per epoch]({training_baselines.PNG.name})",
     ]
-    return lines
 
 
 CLAIM = register(
