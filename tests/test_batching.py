@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
+import torch
 from test_train import FAST, SAGE, community_store, graph, random_csr  # noqa: F401 (fixture)
 
 from gnnbench.data.graph_ops import csr_from_edges
-from gnnbench.process.io_counters import storage_read_bytes
+from gnnbench.process.io_counters import drop_from_page_cache, mb_between, storage_read_bytes
+from gnnbench.train.batch_source import BatchMaker, BatchSource
 from gnnbench.train.batching import (
     BatchPlan,
     bfs_order,
@@ -22,7 +25,7 @@ from gnnbench.train.batching import (
 )
 from gnnbench.train.clusters import clusters
 from gnnbench.train.runner import run_training
-from gnnbench.train.sampler import ALL_NEIGHBOURS, NeighbourSampler
+from gnnbench.train.sampler import ALL_NEIGHBOURS, NeighbourSampler, SampledBatch
 from gnnbench.train.spec import spec_from_conf
 
 
@@ -158,9 +161,9 @@ def test_full_strategy_costs_at_most_the_partition_times_layers(tmp_path):
 @pytest.mark.distributed
 @pytest.mark.parametrize("mode", ["model_avg", "grad_avg"])
 def test_sampler_processes_train_exactly_as_the_trainer_alone(graph, mode):  # noqa: F811
-    """Armada's disaggregation moves batch preparation, not what is trained; the storage reads of
-    the samplers count with the trainers' (each run starts with the store and book out of the page
-    cache, so some batch reads features from the disk: in the samplers when k = 2)."""
+    """Armada's disaggregation moves batch preparation, not what is trained; both runs log their
+    storage reads (each starts with the store and book out of the page cache). The samplers' share
+    of them is the next test's: on this small graph the trainers' own reads dominate."""
     store, book = graph
     runs = []
     for k in (0, 2):
@@ -179,13 +182,44 @@ def test_sampler_processes_train_exactly_as_the_trainer_alone(graph, mode):  # n
     assert all(run.bytes_read_mb > 0 and run.eval_bytes_read_mb >= 0 for run in runs)
 
 
+def test_a_sampler_process_reads_count_for_its_trainer(tmp_path, monkeypatch):
+    """Feature rows gathered in a sampler process from a file out of the page cache: the trainer's
+    count (BatchSource.read_bytes) holds the sampler's reads, though the trainer read nothing,
+    and holds them once after the sampler is stopped."""
+    if storage_read_bytes() is None or not hasattr(os, "posix_fadvise"):
+        pytest.skip("no /proc/<pid>/io or posix_fadvise here")
+    probe = tmp_path / "probe.bin"  # whether a cold read here reaches a disk at all
+    probe.write_bytes(os.urandom(1 << 20))
+    drop_from_page_cache(probe)
+    before = storage_read_bytes()
+    probe.read_bytes()
+    if storage_read_bytes() == before:
+        pytest.skip(f"{tmp_path}: reads reach no block device here (tmpfs?)")
+    rows, columns = 16384, 128  # 8 MiB of float32
+    path = tmp_path / "feat.bin"
+    path.write_bytes(np.ones((rows, columns), dtype=np.float32).tobytes())
+    drop_from_page_cache(path)
+    features = np.memmap(path, dtype=np.float32, mode="r", shape=(rows, columns))
+    part = SimpleNamespace(index=0, features=features, labels=torch.zeros(rows, dtype=torch.long))
+    every_row = SampledBatch(n_id=np.arange(rows), blocks=[])
+    monkeypatch.setattr(BatchMaker, "sample", lambda self, part, plan, epoch: every_row)
+    source = BatchSource("minibatch", 0, sampler_workers=1, timeout_s=120, pin=False)
+    before = source.read_bytes()
+    try:
+        plan = BatchPlan(key=0, seeds=np.arange(4))
+        assert [len(batch.x) for batch in source.batches(part, [(0, plan, 0)])] == [rows]
+        read_mb = mb_between(before, source.read_bytes())
+    finally:
+        source.close()
+    assert read_mb >= 0.9 * path.stat().st_size / 2**20, f"{read_mb:.2f} MiB counted"
+    stopped = mb_between(before, source.read_bytes())  # the reaped sampler's reads are now ours
+    assert abs(stopped - read_mb) < 1, f"{stopped:.2f} MiB after the sampler stopped, not once"
+
+
 def _drop_from_page_cache(*folders: Path) -> None:
     for path in (path for folder in folders for path in folder.rglob("*") if path.is_file()):
         if hasattr(os, "posix_fadvise"):
-            descriptor = os.open(path, os.O_RDONLY)
-            os.fsync(descriptor)  # dirty pages stay cached whatever the advice
-            os.posix_fadvise(descriptor, 0, 0, os.POSIX_FADV_DONTNEED)
-            os.close(descriptor)
+            drop_from_page_cache(path)
 
 
 def test_a_failing_sampler_process_fails_the_run(graph, monkeypatch):  # noqa: F811

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 import torch
-from torch.utils.data import DataLoader, Dataset, Sampler
+from torch.utils.data import DataLoader, Dataset, Sampler, get_worker_info
 
 from gnnbench.process import lifecycle
 from gnnbench.process.io_counters import storage_read_bytes
@@ -80,7 +80,8 @@ class BatchMaker(Dataset):
             cost=computation_cost(batch),
             producer_peak_mb=peak_rss_mb(),
             producer_pid=os.getpid(),
-            producer_read_bytes=storage_read_bytes(),
+            # a sampler's count for its trainer; the trainer reads its own (read_bytes)
+            producer_read_bytes=storage_read_bytes() if get_worker_info() else None,
         )
 
     def __len__(self) -> int:  # specs are not indices: the loader's sampler supplies them
@@ -128,7 +129,6 @@ class BatchSource:
         self._maker: BatchMaker | None = None
         self._loader = None
         self._sampler_reads: dict[int, int] = {}  # a running sampler's reads, by pid
-        self._stopped_sampler_reads = 0  # those of the samplers closed before
 
     def _serve(self, part: Any) -> None:
         """Prepare `part`'s batches from now on (its own sampler processes, if any)."""
@@ -178,20 +178,21 @@ class BatchSource:
             yield batch
 
     def read_bytes(self) -> int | None:
-        """Storage reads so far of this trainer and of its samplers (as of the last batch each
-        prepared: reads for batches still in flight come with them); None where not counted."""
+        """Storage reads so far of this trainer and of its running samplers (as of the last batch
+        each prepared: reads for batches still in flight come with them); None where not counted.
+        A sampler stopped by `close` is in the trainer's own count: Linux adds a reaped child's
+        reads to its parent's."""
         own = storage_read_bytes()
         if own is None:
             return None
-        return own + self._stopped_sampler_reads + sum(self._sampler_reads.values())
+        return own + sum(self._sampler_reads.values())
 
     def close(self) -> None:
         """Stop the sampler processes and drop the partition (before the next one loads)."""
         iterator = getattr(self._loader, "_iterator", None)
         if iterator is not None:
             iterator._shutdown_workers()
-        self._stopped_sampler_reads += sum(self._sampler_reads.values())
-        self._sampler_reads.clear()
+        self._sampler_reads.clear()  # joined, so counted in this process's own reads now
         self._loader = None
         self._maker = None
 
