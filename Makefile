@@ -8,10 +8,10 @@ PYTEST_ARGS ?=
 
 install: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml constraints.txt
 	python3 -m venv $(VENV)
 	$(PYTHON) -m pip install --quiet --upgrade pip
-	$(PYTHON) -m pip install --quiet -e ".[cpu,test,partitioners]"
+	$(PYTHON) -m pip install --quiet -c constraints.txt -e ".[cpu,test,partitioners]"
 	touch $@
 
 run: install  ## install, then run the default benchmark (synthetic dataset, SPRING, p=4, 2 workers)
