@@ -5,6 +5,10 @@ Real datasets are read from GNNBENCH_RAW_DIR (default: gnnbench.paths.raw_dir(),
 `shared/datasets` folder next to the checkout when there is one). A test reading one is marked
 `@requires_dataset("planetoid/ind.cora.graph", ...)`: skipped with the reason when a file is
 absent, failed instead under CI=true (CI has the datasets; a silent skip would hide a broken path).
+
+`make test` runs the tests in two pytest-xdist workers. A test marked `alone` runs with no other
+test beside it: it times CPU, bounds a wall clock, or inspects machine-wide state (every process,
+/dev/shm) that a neighbouring test would change.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import os
 from pathlib import Path
 
 import pytest
+from alone import alone_beside_other_workers  # noqa: F401  (autouse)
 from graphs import TWO_TRIANGLES, make_store
 
 from gnnbench.data.store import GraphStore

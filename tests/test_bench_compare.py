@@ -138,6 +138,7 @@ def planted_tree(root: Path, kernels) -> Path:
     return root
 
 
+@pytest.mark.alone
 @pytest.mark.slow
 def test_planted_slowdowns_fail_the_gate(tmp_path):
     """hdrf, the GNN-ready step and the sampler each 1.3x slower: each regresses, ldg does not."""

@@ -117,6 +117,7 @@ def over_limit_gate(tmp_path, monkeypatch, kernel: str) -> tuple[GateRecorder, s
     return GateRecorder(baseline, update=False), key
 
 
+@pytest.mark.alone
 @pytest.mark.slow
 @pytest.mark.parametrize("kernel", ["hash", "ldg", "refine-replication"])
 def test_a_gate_over_its_limit_on_unchanged_code_is_cleared_by_the_ab(
@@ -134,6 +135,7 @@ def test_a_gate_over_its_limit_on_unchanged_code_is_cleared_by_the_ab(
     assert "not a regression" in recorder.notes[-1]
 
 
+@pytest.mark.alone
 @pytest.mark.slow
 def test_a_gate_over_its_limit_on_slower_code_fails_after_the_ab(
     tmp_path, monkeypatch, gnnbench_home
@@ -197,6 +199,7 @@ def test_scrambled_partitioner_trips_quality_gate():
     assert "REGRESSED" in completed.stdout
 
 
+@pytest.mark.alone
 @pytest.mark.slow
 def test_slowed_partitioner_trips_speed_gate():
     completed = run_bench_with_plant("speed", "spring", "test_partitioner_throughput.py")

@@ -151,6 +151,7 @@ def test_server_killed_mid_sweep_then_resume(tmp_path, gnnbench_home):
         assert len(report_rows(tmp_path, end_line(resumed))) == 4
 
 
+@pytest.mark.alone
 @pytest.mark.fault("tracking: no server at tracking.uri")
 @pytest.mark.parametrize("sweep", [False, True], ids=["run", "sweep"])
 def test_unreachable_server_fails_in_one_line(tmp_path, gnnbench_home, sweep):

@@ -52,6 +52,7 @@ def assert_nothing_left(home: Path, shm_before: set[str]) -> None:
     assert not (scratch.is_dir() and list(scratch.iterdir()))  # the temporaries are dot-named
 
 
+@pytest.mark.alone
 @requires_dataset(CORA)
 @pytest.mark.distributed
 def test_distdgl_trains_cora_with_two_trainers(tmp_path, gnnbench_home, distdgl_ready):  # noqa: F811
@@ -74,6 +75,7 @@ def test_distdgl_trains_cora_with_two_trainers(tmp_path, gnnbench_home, distdgl_
     assert_nothing_left(gnnbench_home, shm_before)
 
 
+@pytest.mark.alone
 @requires_dataset(CORA)
 @pytest.mark.distributed
 @pytest.mark.fault("baseline: a DistDGL job stopped by SIGTERM mid-epoch")
@@ -107,6 +109,7 @@ def trainer_pids() -> list[int]:
     return pids
 
 
+@pytest.mark.alone
 @requires_dataset(CORA)
 @pytest.mark.distributed
 @pytest.mark.fault("baseline: a DistDGL trainer killed mid-run")
