@@ -3,6 +3,10 @@ gradients to 1e-5 on random blocks, targets without neighbours and unsorted edge
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import torch
@@ -193,3 +197,23 @@ def test_relu_dropout_is_relu_then_inverted_dropout(rate: float):
     torch.manual_seed(3)
     assert torch.equal(relu_dropout(h, rate, training=True), out)
     assert torch.equal(relu_dropout(h, rate, training=False), h.relu())
+
+
+def test_building_every_model_leaves_nothing_in_the_temporary_folder(tmp_path):
+    """PyG writes a generated module per layer class into TMPDIR at a process's first build; a
+    fresh process (nothing imported yet) builds every model and PyG's own baseline model."""
+    build = (
+        "from gnnbench.train.models import MODELS, build_model\n"
+        "from gnnbench.train.baselines.pyg import SAGE\n"
+        "from gnnbench.train.spec import ModelSpec\n"
+        "config = {'layers': 2, 'hidden': 8, 'dropout': 0.0, 'heads': 2}\n"
+        "for name in MODELS.names():\n"
+        "    build_model(4, 3, {**config, 'name': name})\n"
+        "SAGE(4, 3, ModelSpec.from_config({**config, 'name': 'sage'}))\n"
+    )
+    folder = tmp_path / "tmp"
+    folder.mkdir()
+    env = {**os.environ, "TMPDIR": str(folder)}
+    done = subprocess.run([sys.executable, "-c", build], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert list(folder.iterdir()) == []

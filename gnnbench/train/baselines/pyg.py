@@ -38,6 +38,7 @@ from gnnbench.errors import BaselineUnavailable
 from gnnbench.process.peak_rss import peak_rss_mb, reset_peak_rss
 from gnnbench.train import metrics
 from gnnbench.train.baselines import summary
+from gnnbench.train.models import generated_code_removed
 from gnnbench.train.spec import Job, ModelSpec
 
 # torch-sparse's sampler is what this machine has (pyg-lib cannot be installed here): the same
@@ -93,9 +94,10 @@ class SAGE(torch.nn.Module):
 
         super().__init__()
         dims = [in_dim] + [model.hidden] * (model.layers - 1) + [out_dim]
-        self.convs = torch.nn.ModuleList(
-            SAGEConv(dims[i], dims[i + 1], aggr="mean") for i in range(len(dims) - 1)
-        )
+        with generated_code_removed():
+            self.convs = torch.nn.ModuleList(
+                SAGEConv(dims[i], dims[i + 1], aggr="mean") for i in range(len(dims) - 1)
+            )
         self.dropout = model.dropout
 
     def forward(self, x: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:

@@ -6,7 +6,9 @@ sampler's blocks in model order (empty for models with `uses_graph = False`, who
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import contextlib
+import tempfile
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import torch
@@ -46,15 +48,30 @@ def relu_dropout(h: torch.Tensor, rate: float, training: bool) -> torch.Tensor:
     return h * keep.to(h.dtype).mul_(1.0 / (1.0 - rate))
 
 
+@contextlib.contextmanager
+def generated_code_removed() -> Iterator[None]:
+    """PyG's message-passing layers write a generated module per layer class into the temporary
+    folder the first time a process builds one, and never delete it (torch_geometric/template.py):
+    a file per class per training process, hundreds in /tmp after a day of runs. Layers built in
+    this block write into a private folder, removed when it ends (the modules stay imported)."""
+    with tempfile.TemporaryDirectory(prefix="gnnbench-pyg-") as folder:
+        previous, tempfile.tempdir = tempfile.tempdir, folder
+        try:
+            yield
+        finally:
+            tempfile.tempdir = previous
+
+
 def build_model(in_dim: int, out_dim: int, config: Mapping[str, Any]) -> nn.Module:
     """The registered model named by config.name; with config.input_nodes, behind a learnable
     input table (EmbeddingInput) whose rows are as wide as its hidden layers."""
     builder = MODELS.get(str(config["name"]))
     rows = config.get("input_nodes")
-    if rows is None:
-        return builder(in_dim, out_dim, config)
-    width = int(config["hidden"])
-    return EmbeddingInput(int(rows), width, builder(width, out_dim, config))
+    with generated_code_removed():
+        if rows is None:
+            return builder(in_dim, out_dim, config)
+        width = int(config["hidden"])
+        return EmbeddingInput(int(rows), width, builder(width, out_dim, config))
 
 
 class EmbeddingInput(nn.Module):
