@@ -160,7 +160,12 @@ def larger_store(tmp_path_factory) -> GraphStore:
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("name", "overrides"),
-    [*_cases(), *((preset, {}) for preset in PRESETS)],
+    [
+        *_cases(),
+        *((preset, {}) for preset in PRESETS),
+        # levels coarsened in memory below the disk level (weighted, writable arrays)
+        ("quotient_multilevel", {"coarse_nodes": 64}),
+    ],
     ids=lambda case: str(case or ""),
 )
 def test_no_compilation_inside_the_measured_step(name, overrides, larger_store, monkeypatch):

@@ -93,6 +93,7 @@ def coarse_graph(
         for nodes, starts, stops, indices, edge_weights in rows:
             # only the crossing entries are materialised (no per-entry int64 temporaries: those
             # were the partitioner's peak, ~60 MB a window, on the 1 M-node RGG)
+            indices = _read_only(indices)
             crossing = _count_crossing(nodes, starts, stops, indices, label)
             window_keys = np.empty(crossing, dtype=np.int64)
             pair_weights = np.empty(crossing if edge_weights.shape[0] else 0, dtype=np.int64)
@@ -113,12 +114,22 @@ def coarse_graph(
 def _source_ranges(indptr: np.ndarray, label: np.ndarray, count: int) -> np.ndarray:
     """Cluster ids cutting [0, count) into ranges whose members hold at most about RANGE_ENTRIES
     finer entries each (an upper bound on the range's pairs), at most MAX_RANGES ranges."""
-    entries = _cluster_entries(indptr, label, count)
+    entries = _cluster_entries(_read_only(indptr), label, count)
     total = int(entries.sum())
     per_range = max(RANGE_ENTRIES, -(-total // MAX_RANGES), 1)
     cumulative = np.cumsum(entries)
     cuts = np.searchsorted(cumulative, np.arange(per_range, total, per_range), side="left") + 1
     return np.unique(np.concatenate([[0], cuts[cuts < count], [count]]))
+
+
+def _read_only(array: np.ndarray) -> np.ndarray:
+    """A read-only view. numba compiles a kernel once per array mutability, and the finer graph
+    is a read-only map at the first level but writable memory at the levels below: one type
+    keeps every call on what the stage's tiny-graph warm-up compiled, outside the meter (on a
+    cold cache, three kernels compiled inside it and the 1 M-node RGG's peak read 12-19% high)."""
+    view = array.view()
+    view.flags.writeable = False
+    return view
 
 
 @numba.njit(cache=True)
