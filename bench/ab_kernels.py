@@ -176,7 +176,7 @@ def build_kernels(
 ) -> dict[str, Callable[[], object]]:
     """The runnable kernels among `names` in this tree (a partitioner it lacks, or one that runs
     in another interpreter, is left out)."""
-    from gnnbench.partition.base import PARTITIONERS
+    from gnnbench.partition.base import PARTITIONERS, partitioner_traits
 
     special = {"gnn_ready": gnn_ready_kernel, "sampler": sampler_kernel}
     kernels = {}
@@ -186,7 +186,7 @@ def build_kernels(
         elif name.startswith(REFINE_PREFIX):
             kernels[name] = refine_kernel(store, name.removeprefix(REFINE_PREFIX), cleanup)
         elif name in PARTITIONERS.names():
-            if getattr(PARTITIONERS.get(name), "warm_up", True) is False:
+            if not partitioner_traits(name).warm_up:
                 # an out-of-process baseline (distdgl_metis): its work runs in the baseline's own
                 # interpreter, the same on both sides, and this process's CPU clock cannot see it
                 print(

@@ -15,12 +15,12 @@ PARTITIONER = '''
 
 import numpy as np
 
-from gnnbench.partition.base import PARTITIONERS, PartitionResult
+from gnnbench.partition.base import PartitionResult, register_partitioner
 
 VERSION = "1"
 
 
-@PARTITIONERS.register("myplugin")
+@register_partitioner("myplugin")
 def blocks(store, p, seed, *, scatter: float):
     owner = (np.arange(store.num_nodes, dtype=np.int64) * p // store.num_nodes).astype(np.int32)
     rng = np.random.default_rng(seed)

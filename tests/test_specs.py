@@ -4,6 +4,7 @@ against the source's, the job's top level; defaults in YAML only."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 
 import numpy as np
@@ -13,7 +14,12 @@ from gnnbench.data.datasets import store_path
 from gnnbench.data.spec import DataSpec
 from gnnbench.errors import ConfigError
 from gnnbench.partition import book
-from gnnbench.partition.base import PARTITIONERS
+from gnnbench.partition.base import (
+    PARTITIONERS,
+    PartitionerTraits,
+    partitioner_traits,
+    register_partitioner,
+)
 from gnnbench.partition.book_identity import book_path
 from gnnbench.partition.spec import (
     FEATURE_ROWS,
@@ -438,3 +444,40 @@ def test_auto_p_sizes_partitions_by_host_memory_on_cuda_and_logs_the_gpus(monkey
     on_cpu = auto_choice(FakeStore(), num_gpus=2, budget=MemoryBudget(device="cpu", **small_host))
     assert on_cuda["p"] == on_cpu["p"] == 3  # ceil(14.8 MiB / 5.12 MiB), not 2 from 80 GiB
     assert on_cuda["auto_p_gpu_mem_mb"] == 80 * 1024 and "auto_p_gpu_mem_mb" not in on_cpu
+
+
+TRAIT_NAMES = {field.name for field in dataclasses.fields(PartitionerTraits)}
+
+
+@pytest.mark.parametrize("name", PARTITIONERS.names())
+def test_partitioners_declare_traits_in_one_record(name):
+    """What the stage reads beside the call is the registered PartitionerTraits, never an
+    attribute set on the function afterwards (which a typo would have made silently ignored)."""
+    assert not TRAIT_NAMES & set(vars(PARTITIONERS.get(name))), name
+    assert isinstance(partitioner_traits(name), PartitionerTraits)
+
+
+def test_traits_are_typed_read_only_and_survive_wrapping(monkeypatch):
+    with pytest.raises(TypeError, match="balance_bound"):
+        register_partitioner("typo", balance_bound=lambda p, n, **_: 1.0)
+    traits = partitioner_traits("quotient")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        traits.warm_up = False
+    with pytest.raises(TypeError):
+        traits.warm_up_keys["coarse_nodes"] = 1
+    assert partitioner_traits("metis").in_memory_baseline
+    assert not partitioner_traits("distdgl_metis").warm_up
+
+    original = PARTITIONERS.get("metis")
+
+    @functools.wraps(original)
+    def wrapped(*args, **kwargs):
+        return original(*args, **kwargs)
+
+    def plain(store, p, seed):
+        raise AssertionError("not called")
+
+    monkeypatch.setitem(PARTITIONERS._items, "metis", wrapped)
+    assert partitioner_traits("metis").in_memory_baseline  # a planted wrapper keeps them
+    monkeypatch.setitem(PARTITIONERS._items, "metis", plain)
+    assert partitioner_traits("metis") == PartitionerTraits()  # a plain registration: defaults

@@ -6,9 +6,11 @@ reduce to the same shape before the shared GNN-ready step, so every metric is co
 
 from __future__ import annotations
 
+import inspect
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -32,22 +34,60 @@ class PartitionResult:
 
 
 # A partitioner builds everything it reads beyond the GraphStore inside its own call (the one
-# meter, docs/design.md "Metrics"). It may carry
-# `warm_up = False` when it has no JIT to compile before measuring (out-of-process baselines);
-# `warm_up_keys`, keys for that warm-up on a 256-node graph where its own would skip kernels a
-# real graph runs (tests/test_meter.py checks that nothing compiles inside the measured step); and
-# `in_memory_baseline = True` for the METIS baselines, which the streaming gates in bench/ skip;
-# `with_features_figures = True` for a baseline that also logs partition_with_features_*;
-# and `vertex_balance_bound(p, num_nodes, **keywords)`, the bound the algorithm enforces (None
-# where those keys enforce none);
-# and `nested_spec(**keywords)`, for a partitioner that runs another (quotient): that other one's
-# PartitionSpec, whose identity and code version enter the book's (partition/book_identity.py).
-# Its signature is `fn(store, p, seed, *, <own keys>)`: keyword-only parameters without defaults,
-# which gnnbench/conf/partitioner/<name>.yaml supplies (gnnbench/partition/spec.py checks them).
+# meter, docs/design.md "Metrics"). Its signature is `fn(store, p, seed, *, <own keys>)`:
+# keyword-only parameters without defaults, which gnnbench/conf/partitioner/<name>.yaml supplies
+# (gnnbench/partition/spec.py checks them). What else the stage and the reports must know about it
+# is its PartitionerTraits, declared where it registers (`register_partitioner`).
 PartitionFn = Callable[..., PartitionResult]
 PARTITIONERS: Registry[PartitionFn] = Registry(
     "partitioner", "gnnbench.partition.algorithms", "partitioner.name"
 )
+
+
+@dataclass(frozen=True)
+class PartitionerTraits:
+    """What a partitioner declares beside its call; the defaults fit a streaming partitioner
+    that runs in this process (a plugin registered with `@PARTITIONERS.register` gets them)."""
+
+    # False where there is no JIT to compile before measuring (an out-of-process baseline)
+    warm_up: bool = True
+    # keys for that warm-up on a 256-node graph where the partitioner's own would skip kernels a
+    # real graph runs (tests/test_meter.py checks that nothing compiles inside the measured step)
+    warm_up_keys: Mapping[str, Any] = field(default_factory=dict)
+    # the in-memory baselines (METIS and kin), which the streaming gates in bench/ skip
+    in_memory_baseline: bool = False
+    # a baseline that also logs partition_with_features_* (docs/design.md "Metrics")
+    with_features_figures: bool = False
+    # (p, num_nodes, **own keys) -> the vertex balance the algorithm enforces, None where those
+    # keys enforce none (then the shared partitioner.max_vertex_balance applies)
+    vertex_balance_bound: Callable[..., float | None] | None = None
+    # (**own keys) -> the PartitionSpec of another partitioner this one runs (quotient's base),
+    # whose identity and code version enter the book's (gnnbench/partition/book_identity.py)
+    nested_spec: Callable[..., Any] | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "warm_up_keys", MappingProxyType(dict(self.warm_up_keys)))
+
+
+_TRAITS: dict[PartitionFn, PartitionerTraits] = {}
+
+
+def register_partitioner(name: str, **traits: Any) -> Callable[[PartitionFn], PartitionFn]:
+    """`@register_partitioner("ldg", vertex_balance_bound=...)`: registers the function under
+    `name` with its PartitionerTraits (an unknown trait is a TypeError where it is declared)."""
+    declared = PartitionerTraits(**traits)
+
+    def decorate(fn: PartitionFn) -> PartitionFn:
+        _TRAITS[fn] = declared
+        return PARTITIONERS.register(name)(fn)
+
+    return decorate
+
+
+def partitioner_traits(name: str) -> PartitionerTraits:
+    """The traits of the partitioner registered as `name` (through wrappers that keep
+    `__wrapped__`, as planted regressions and plugins' overrides do)."""
+    return _TRAITS.get(inspect.unwrap(PARTITIONERS.get(name)), PartitionerTraits())
 
 
 def algorithm_version(name: str) -> str:
@@ -60,9 +100,7 @@ def algorithm_version(name: str) -> str:
 def streaming_partitioners() -> list[str]:
     """Registered partitioners other than the in-memory baselines (what bench/ gates)."""
     return [
-        name
-        for name in PARTITIONERS.names()
-        if not getattr(PARTITIONERS.get(name), "in_memory_baseline", False)
+        name for name in PARTITIONERS.names() if not partitioner_traits(name).in_memory_baseline
     ]
 
 

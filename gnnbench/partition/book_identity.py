@@ -8,7 +8,7 @@ from typing import Any
 
 from gnnbench.config_values import digest, is_neutral
 from gnnbench.partition import book
-from gnnbench.partition.base import PARTITIONERS, algorithm_version
+from gnnbench.partition.base import PARTITIONERS, algorithm_version, partitioner_traits
 from gnnbench.partition.spec import PartitionSpec, takes_keyword
 from gnnbench.paths import gnnbench_home
 
@@ -28,7 +28,7 @@ def book_identity(spec: PartitionSpec) -> dict[str, Any]:
     partition_fn = PARTITIONERS.get(spec.name)
     if takes_keyword(partition_fn, "chunk_edges"):
         identity["chunk_edges"] = spec.chunk_edges
-    nested_spec = getattr(partition_fn, "nested_spec", None)
+    nested_spec = partitioner_traits(spec.name).nested_spec
     if nested_spec is not None:
         inner = nested_spec(**spec.kwargs())  # the partitioner it runs: its base
         identity["nested"] = {

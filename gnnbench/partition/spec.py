@@ -23,6 +23,7 @@ from gnnbench.partition.base import (
     PartitionResult,
     check_choice,
     check_refine_objective,
+    partitioner_traits,
 )
 from gnnbench.spec_keys import (
     ReadOnlyMap,
@@ -158,11 +159,11 @@ DEFAULT_MAX_VERTEX_BALANCE = 1.5
 
 
 def vertex_balance_bound(partitioner: PartitionSpec, p: int, num_nodes: int) -> tuple[float, str]:
-    """(bound, where it comes from) on max_i |O_i| / (|V|/p): the algorithm's own stated bound (a
-    `vertex_balance_bound(p, num_nodes, **keywords)` attribute of its function), else the shared
+    """(bound, where it comes from) on max_i |O_i| / (|V|/p): the algorithm's own stated bound (its
+    trait `vertex_balance_bound`), else the shared
     partitioner.max_vertex_balance; widened to the refinement's own rule when it runs after."""
     name = partitioner.name
-    own = getattr(PARTITIONERS.get(name), "vertex_balance_bound", None)
+    own = partitioner_traits(name).vertex_balance_bound
     stated = None if own is None else own(p, num_nodes, **partitioner.kwargs())
     if stated is not None:  # None: none of its own under these keys
         bound, source = float(stated), f"{name}'s own"

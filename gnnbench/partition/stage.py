@@ -22,7 +22,7 @@ import numpy as np
 
 from gnnbench.data.store import GraphStore
 from gnnbench.errors import GnnbenchError, OutOfMemory, error_record, from_record
-from gnnbench.partition.base import PARTITIONERS, algorithm_version, check_num_parts
+from gnnbench.partition.base import algorithm_version, check_num_parts, partitioner_traits
 from gnnbench.partition.book import (
     FORMAT_VERSION,
     PartitionBook,
@@ -134,7 +134,7 @@ def _tiny_store(directory: Path) -> GraphStore:
 def _warm_up(partitioner: PartitionSpec, p: int, seed: int) -> None:
     """The partitioner and its refinement on the tiny graph, with the keys it asks for there
     (`warm_up_keys`: quotient's multilevel would skip its coarsening on 256 nodes)."""
-    keys = getattr(PARTITIONERS.get(partitioner.name), "warm_up_keys", {})
+    keys = partitioner_traits(partitioner.name).warm_up_keys
     if keys:
         partitioner = PartitionSpec.from_config({**partitioner.to_config(), **keys})
     with tempfile.TemporaryDirectory() as scratch:
@@ -265,7 +265,7 @@ def _book_meta(
 def _compile_unmeasured(partitioner: PartitionSpec, p: int, seed: int) -> None:
     """The only work outside the measurement: JIT compilation, on a tiny graph, never on the
     store (docs/design.md, "Metrics"). Out-of-process baselines have no JIT to warm."""
-    if getattr(PARTITIONERS.get(partitioner.name), "warm_up", True):
+    if partitioner_traits(partitioner.name).warm_up:
         _warm_up(partitioner, p, seed)
     if partitioner.refine_passes:
         warm_up_refine()

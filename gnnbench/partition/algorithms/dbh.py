@@ -17,7 +17,7 @@ import numba
 import numpy as np
 
 from gnnbench.data.store import GraphStore
-from gnnbench.partition.base import PARTITIONERS, PartitionResult
+from gnnbench.partition.base import PartitionResult, register_partitioner
 from gnnbench.partition.edge_partition import (
     edge_load_stats,
     new_replicas,
@@ -44,7 +44,7 @@ def _dbh_chunk(edges, degree, replicas, load, seed):
         place_edge(replicas, load, u, v, part)
 
 
-@PARTITIONERS.register("dbh")
+@register_partitioner("dbh")
 def dbh(store: GraphStore, p: int, seed: int, *, chunk_edges: int) -> PartitionResult:
     """DBH over the store's degrees plus one pass of its edge stream."""
     degree = store.degree()

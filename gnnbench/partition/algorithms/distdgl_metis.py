@@ -21,7 +21,7 @@ import numpy as np
 
 from gnnbench.data.store import GraphStore
 from gnnbench.partition import distdgl_driver
-from gnnbench.partition.base import PARTITIONERS, PartitionResult
+from gnnbench.partition.base import PartitionResult, register_partitioner
 from gnnbench.process import lifecycle
 from gnnbench.process.memory_limit import (
     current_memory_limit,
@@ -61,7 +61,9 @@ def _result(
     raise RuntimeError(f"{NAME}: driver exited with {completed.returncode}:\n{tail}")
 
 
-@PARTITIONERS.register(NAME)
+# warm_up: nothing to compile in this process, the driver imports DGL itself;
+# partition_with_features_*: docs/design.md
+@register_partitioner(NAME, warm_up=False, in_memory_baseline=True, with_features_figures=True)
 def distdgl_metis(store: GraphStore, p: int, seed: int) -> PartitionResult:
     """Owner per node from DistDGL's METIS partition_graph on the structure, measured in its own
     process, and the same with node features measured beside it."""
@@ -94,8 +96,3 @@ def _drive(python: Path, store: GraphStore, p: int, seed: int, features: bool):
         )  # fmt: skip
         result = _result(completed, Path(scratch), oom_kills)
         return result, np.load(Path(scratch) / "owner.npy")
-
-
-distdgl_metis.warm_up = False  # nothing to compile in this process; the driver imports DGL itself
-distdgl_metis.in_memory_baseline = True
-distdgl_metis.with_features_figures = True  # partition_with_features_*: docs/design.md

@@ -21,7 +21,7 @@ import math
 from gnnbench.data.store import GraphStore
 from gnnbench.errors import ConfigError
 from gnnbench.partition.algorithms.ldg import SCORE_FENNEL, capacity_bound, node_stream_partition
-from gnnbench.partition.base import PARTITIONERS, PartitionResult
+from gnnbench.partition.base import PartitionResult, register_partitioner
 
 # Bump when this module's output changes: part of every partition book's cache key.
 VERSION = "1"
@@ -32,7 +32,12 @@ def fennel_alpha(num_edges: int, num_nodes: int, p: int) -> float:
     return math.sqrt(p) * num_edges / num_nodes**1.5 if num_nodes else 0.0
 
 
-@PARTITIONERS.register("fennel")
+@register_partitioner(
+    "fennel",
+    vertex_balance_bound=lambda p, n, *, capacity_factor, **_: capacity_bound(
+        capacity_factor, n, p
+    ),
+)
 def fennel(
     store: GraphStore,
     p: int,
@@ -57,8 +62,3 @@ def fennel(
     )  # fmt: skip
     result.stats.update(alpha=alpha, gamma=gamma)
     return result
-
-
-fennel.vertex_balance_bound = lambda p, n, *, capacity_factor, **_: capacity_bound(
-    capacity_factor, n, p
-)

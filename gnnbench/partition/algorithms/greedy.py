@@ -19,7 +19,7 @@ import numba
 import numpy as np
 
 from gnnbench.data.store import GraphStore
-from gnnbench.partition.base import PARTITIONERS, PartitionResult
+from gnnbench.partition.base import PartitionResult, register_partitioner
 from gnnbench.partition.edge_partition import (
     argmax_tiebreak,
     chunks_with_offsets,
@@ -55,7 +55,7 @@ def _greedy_chunk(edges, first_index, replicas, load, seed):
         place_edge(replicas, load, u, v, best)
 
 
-@PARTITIONERS.register("greedy")
+@register_partitioner("greedy")
 def greedy(store: GraphStore, p: int, seed: int, *, chunk_edges: int) -> PartitionResult:
     """PowerGraph greedy over one pass of the store's edge stream."""
     replicas = new_replicas(store.num_nodes, p)

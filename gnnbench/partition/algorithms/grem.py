@@ -49,7 +49,7 @@ import numpy as np
 
 from gnnbench.data.store import GraphStore
 from gnnbench.errors import ConfigError
-from gnnbench.partition.base import PARTITIONERS, PartitionResult
+from gnnbench.partition.base import PartitionResult, register_partitioner
 from gnnbench.partition.chunk_graph import (
     chunk_csr,
     reset_local,
@@ -344,7 +344,10 @@ def _split_groups(state: _State, level: _Level, parts, first_part) -> tuple[np.n
     return next_parts, next_first
 
 
-@PARTITIONERS.register("grem")
+# Each bisection level rounds a side's capacity up by at most one node per group.
+@register_partitioner(
+    "grem", vertex_balance_bound=lambda p, n, **_: 1.0 + p * max(1, math.ceil(math.log2(p))) / n
+)
 def grem(
     store: GraphStore,
     p: int,
@@ -383,7 +386,3 @@ def grem(
     owner = first_part[state.group].astype(np.int32) if n else np.zeros(0, dtype=np.int32)
     stats["passes"] = stream.passes
     return PartitionResult(owner, stats)
-
-
-# Each bisection level rounds a side's capacity up by at most one node per group.
-grem.vertex_balance_bound = lambda p, n, **_: 1.0 + p * max(1, math.ceil(math.log2(p))) / n

@@ -21,7 +21,7 @@ import numpy as np
 
 from gnnbench.data.store import GraphStore
 from gnnbench.errors import ConfigError
-from gnnbench.partition.base import PARTITIONERS, PartitionResult
+from gnnbench.partition.base import PartitionResult, register_partitioner
 from gnnbench.partition.edge_partition import (
     edge_load_stats,
     new_replicas,
@@ -53,7 +53,7 @@ def _grid_chunk(edges, rows, cols, replicas, load, seed):
         place_edge(replicas, load, u, v, part)
 
 
-@PARTITIONERS.register("grid")
+@register_partitioner("grid")
 def grid(
     store: GraphStore, p: int, seed: int, *, chunk_edges: int, grid_dims: int
 ) -> PartitionResult:

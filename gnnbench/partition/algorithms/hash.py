@@ -5,14 +5,14 @@ from __future__ import annotations
 import numpy as np
 
 from gnnbench.data.store import GraphStore
-from gnnbench.partition.base import PARTITIONERS, PartitionResult
+from gnnbench.partition.base import PartitionResult, register_partitioner
 from gnnbench.partition.hashing import hash_ids
 
 # Bump when this module's output changes: part of every partition book's cache key.
 VERSION = "1"
 
 
-@PARTITIONERS.register("hash")
+@register_partitioner("hash")
 def hash_partition(store: GraphStore, p: int, seed: int, *, chunk_edges: int) -> PartitionResult:
     """Owner of each node from a seeded hash of its id, in blocks of chunk_edges ids (the shared
     chunk size bounds the scratch; the owners do not depend on it)."""

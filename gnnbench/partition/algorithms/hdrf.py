@@ -21,7 +21,7 @@ import numpy as np
 
 from gnnbench.data.store import GraphStore
 from gnnbench.errors import ConfigError
-from gnnbench.partition.base import PARTITIONERS, PartitionResult
+from gnnbench.partition.base import PartitionResult, register_partitioner
 from gnnbench.partition.edge_partition import (
     argmax_tiebreak,
     chunks_with_offsets,
@@ -60,7 +60,7 @@ def _hdrf_chunk(edges, first_index, partial_degree, replicas, load, lam, epsilon
         place_edge(replicas, load, u, v, best)
 
 
-@PARTITIONERS.register("hdrf")
+@register_partitioner("hdrf")
 def hdrf(
     store: GraphStore, p: int, seed: int, *, lambda_: float, epsilon: float, chunk_edges: int
 ) -> PartitionResult:

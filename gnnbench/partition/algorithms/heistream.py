@@ -38,7 +38,7 @@ from gnnbench.partition.algorithms.ldg import (
     capacity_of,
     count_owners,
 )
-from gnnbench.partition.base import PARTITIONERS, PartitionResult
+from gnnbench.partition.base import PartitionResult, register_partitioner
 from gnnbench.spec_keys import whole_at_least
 
 # Bump when this module's output changes: part of every partition book's cache key.
@@ -188,7 +188,7 @@ def buffer_nodes_of(size: int) -> int:
     return whole_at_least("partitioner.buffer_nodes", size, 1)
 
 
-@PARTITIONERS.register("heistream")
+@register_partitioner("heistream")
 def heistream(
     store: GraphStore, p: int, seed: int, *, buffer_nodes: int, capacity_factor: float
 ) -> PartitionResult:

@@ -18,7 +18,7 @@ import numpy as np
 
 from gnnbench.data.store import GraphStore
 from gnnbench.errors import ConfigError
-from gnnbench.partition.base import PARTITIONERS, PartitionResult, check_choice
+from gnnbench.partition.base import PartitionResult, check_choice, register_partitioner
 from gnnbench.partition.in_memory import (
     check_imbalance,
     imbalance_bound,
@@ -32,7 +32,11 @@ MODES = ("fast", "eco", "strong", "fastsocial", "ecosocial", "strongsocial")
 _INT_MAX = 2**31 - 1
 
 
-@PARTITIONERS.register("kahip")
+@register_partitioner(
+    "kahip",
+    in_memory_baseline=True,
+    vertex_balance_bound=lambda p, n, imbalance, **_: imbalance_bound(p, n, imbalance),
+)
 def kahip(store: GraphStore, p: int, seed: int, *, mode: str, imbalance: float) -> PartitionResult:
     """Owner per node from `kahip.kaffpa(..., p, imbalance, seed, mode)`."""
     mode = check_choice("mode", mode, MODES)
@@ -61,7 +65,3 @@ def kahip(store: GraphStore, p: int, seed: int, *, mode: str, imbalance: float) 
     del indptr, indices
     owner = np.fromiter(blocks, dtype=np.int32, count=store.num_nodes)
     return PartitionResult(owner, {"passes": 1, "kahip_edge_cut": int(edge_cut)})
-
-
-kahip.in_memory_baseline = True
-kahip.vertex_balance_bound = lambda p, n, imbalance, **_: imbalance_bound(p, n, imbalance)

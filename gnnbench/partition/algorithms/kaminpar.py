@@ -25,7 +25,7 @@ import os
 import numpy as np
 
 from gnnbench.data.store import GraphStore
-from gnnbench.partition.base import PARTITIONERS, PartitionResult, check_choice
+from gnnbench.partition.base import PartitionResult, check_choice, register_partitioner
 from gnnbench.partition.in_memory import (
     check_imbalance,
     imbalance_bound,
@@ -72,7 +72,11 @@ def write_parhip(path: os.PathLike, indptr: np.ndarray, indices: np.ndarray) -> 
         indices.astype("<u4", copy=False).tofile(handle)
 
 
-@PARTITIONERS.register("kaminpar")
+@register_partitioner(
+    "kaminpar",
+    in_memory_baseline=True,
+    vertex_balance_bound=lambda p, n, imbalance, **_: imbalance_bound(p, n, imbalance),
+)
 def kaminpar(
     store: GraphStore, p: int, seed: int, *, context: str, imbalance: float, threads: int
 ) -> PartitionResult:
@@ -97,7 +101,3 @@ def kaminpar(
     solver = package.KaMinPar(threads, package.context_by_name(context))
     owner = np.asarray(solver.compute_partition(graph, p, imbalance), dtype=np.int32)
     return PartitionResult(owner, {"passes": 1})
-
-
-kaminpar.in_memory_baseline = True
-kaminpar.vertex_balance_bound = lambda p, n, imbalance, **_: imbalance_bound(p, n, imbalance)

@@ -34,7 +34,7 @@ import numpy as np
 from gnnbench.data.adjacency import ensure_adjacency
 from gnnbench.data.store import GraphStore
 from gnnbench.errors import ConfigError
-from gnnbench.partition.base import PARTITIONERS, PartitionResult
+from gnnbench.partition.base import PartitionResult, register_partitioner
 from gnnbench.spec_keys import whole_at_least
 
 # Bump when this module's output changes: part of every partition book's cache key.
@@ -162,7 +162,12 @@ def node_stream_partition(
     return PartitionResult(owner, stats)
 
 
-@PARTITIONERS.register("ldg")
+@register_partitioner(
+    "ldg",
+    vertex_balance_bound=lambda p, n, *, capacity_factor, **_: capacity_bound(
+        capacity_factor, n, p
+    ),
+)
 def ldg(
     store: GraphStore, p: int, seed: int, *, capacity_factor: float, order: str, passes: int
 ) -> PartitionResult:
@@ -177,8 +182,3 @@ def capacity_bound(capacity_factor: float, num_nodes: int, p: int) -> float:
     """Stated vertex_balance bound: no part passes C + 1 nodes, C = capacity_factor * |V| / p."""
     _, capacity = capacity_of(capacity_factor, num_nodes, p)
     return (capacity + 1) / (num_nodes / p)
-
-
-ldg.vertex_balance_bound = lambda p, n, *, capacity_factor, **_: capacity_bound(
-    capacity_factor, n, p
-)

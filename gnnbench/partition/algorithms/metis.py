@@ -11,14 +11,17 @@ from __future__ import annotations
 import numpy as np
 
 from gnnbench.data.store import GraphStore
-from gnnbench.partition.base import PARTITIONERS, PartitionResult
+from gnnbench.partition.base import PartitionResult, register_partitioner
 from gnnbench.process.memory_limit import current_memory_limit
 
 # Bump when this module's output changes: part of every partition book's cache key.
 VERSION = "1"
 
 
-@PARTITIONERS.register("metis")
+# METIS's default load imbalance (ufactor 30: 1.03), plus one node of rounding per part.
+@register_partitioner(
+    "metis", in_memory_baseline=True, vertex_balance_bound=lambda p, n, **_: 1.03 + p / n
+)
 def metis(store: GraphStore, p: int, seed: int, *, recursive: bool) -> PartitionResult:
     """Owner per node from `pymetis.part_graph` (k-way, or recursive bisection if configured)."""
     import pymetis
@@ -43,8 +46,3 @@ def metis(store: GraphStore, p: int, seed: int, *, recursive: bool) -> Partition
         ) from exc
     owner = np.asarray(membership, dtype=np.int32)
     return PartitionResult(owner, {"passes": 1, "metis_edge_cut": int(edge_cut)})
-
-
-metis.in_memory_baseline = True
-# METIS's default load imbalance (ufactor 30: 1.03), plus one node of rounding per part.
-metis.vertex_balance_bound = lambda p, n, **_: 1.03 + p / n

@@ -70,7 +70,7 @@ import numpy as np
 from gnnbench.data.adjacency import DEFAULT_MAX_ENTRIES, adjacency_scope, ensure_adjacency
 from gnnbench.data.store import GraphStore
 from gnnbench.errors import ConfigError
-from gnnbench.partition.base import PARTITIONERS, PartitionResult
+from gnnbench.partition.base import PartitionResult, partitioner_traits, register_partitioner
 from gnnbench.partition.clustering import cluster_values, coarsen
 from gnnbench.partition.contraction import CoarseGraph
 from gnnbench.partition.fm import refine_graph, refine_nodes, refine_quotient
@@ -179,8 +179,8 @@ def _tighten_subparts(
 def _base_spec(base: str, base_keys: Any, chunk_edges: int):
     from gnnbench.partition.spec import SHARED_KEYS, PartitionSpec  # spec imports the registry
 
-    partition_fn = PARTITIONERS.get(base)  # an unknown name fails here, in one line
-    if base == "quotient" or getattr(partition_fn, "in_memory_baseline", False):
+    # an unknown name fails in partitioner_traits, in one line
+    if base == "quotient" or partitioner_traits(base).in_memory_baseline:
         raise ConfigError(
             f"partitioner.base: expected a streaming partitioner other than quotient, got {base!r}"
         )
@@ -195,7 +195,34 @@ def _base_spec(base: str, base_keys: Any, chunk_edges: int):
     return PartitionSpec.defaults(base, **dict(base_keys), chunk_edges=chunk_edges)
 
 
-@PARTITIONERS.register("quotient")
+def _nested_spec(*, base, base_keys, chunk_edges, **_own):
+    """The base partitioner quotient runs, as a spec: its full identity (its config file's
+    defaults included) and code version enter quotient's book identity
+    (gnnbench/partition/book_identity.py)."""
+    return _base_spec(base, base_keys, chunk_edges)
+
+
+def _vertex_balance_bound(p: int, num_nodes: int, *, node_fm_passes, **_own) -> float | None:
+    """With node FM passes (quotient_best, quotient_multilevel): the FM's bound,
+    ceil(1.03 |V| / p), the excess over which its passes shed first (a run still over it is
+    tagged balance_violation). Without: METIS's 3% over coarse nodes promises nothing at node
+    grain, so the shared partitioner.max_vertex_balance applies."""
+    if not node_fm_passes:
+        return None
+    return slack_balance_bound(p, num_nodes)
+
+
+# warm_up_keys: the JIT warm-up's 256-node graph is under coarse_nodes and its clusters would hold one node:
+# these keys make it cluster, coarsen and cycle as a real graph does (gnnbench.partition.stage),
+# with at least one level in memory below the disk level: that level's label propagation is
+# weighted and its arrays writable, other kernel signatures, which a warm-up that stopped at one
+# level (coarse_nodes 16, subparts_per_part 1) left to be compiled inside the measured step.
+@register_partitioner(
+    "quotient",
+    nested_spec=_nested_spec,
+    vertex_balance_bound=_vertex_balance_bound,
+    warm_up_keys={"coarse_nodes": 2, "subparts_per_part": 4},
+)
 def quotient(
     store: GraphStore,
     p: int,
@@ -355,32 +382,3 @@ def build_entries(store: GraphStore) -> int:
     within [MIN_BUILD_ENTRIES, DEFAULT_MAX_ENTRIES]."""
     share = -(-2 * store.num_edges // BUILD_SHARE)
     return max(MIN_BUILD_ENTRIES, min(DEFAULT_MAX_ENTRIES, share))
-
-
-def _nested_spec(*, base, base_keys, chunk_edges, **_own):
-    """The base partitioner quotient runs, as a spec: its full identity (its config file's
-    defaults included) and code version enter quotient's book identity
-    (gnnbench/partition/book_identity.py)."""
-    return _base_spec(base, base_keys, chunk_edges)
-
-
-quotient.nested_spec = _nested_spec
-
-
-def _vertex_balance_bound(p: int, num_nodes: int, *, node_fm_passes, **_own) -> float | None:
-    """With node FM passes (quotient_best, quotient_multilevel): the FM's bound,
-    ceil(1.03 |V| / p), the excess over which its passes shed first (a run still over it is
-    tagged balance_violation). Without: METIS's 3% over coarse nodes promises nothing at node
-    grain, so the shared partitioner.max_vertex_balance applies."""
-    if not node_fm_passes:
-        return None
-    return slack_balance_bound(p, num_nodes)
-
-
-quotient.vertex_balance_bound = _vertex_balance_bound
-# The JIT warm-up's 256-node graph is under coarse_nodes and its clusters would hold one node:
-# these keys make it cluster, coarsen and cycle as a real graph does (gnnbench.partition.stage),
-# with at least one level in memory below the disk level: that level's label propagation is
-# weighted and its arrays writable, other kernel signatures, which a warm-up that stopped at one
-# level (coarse_nodes 16, subparts_per_part 1) left to be compiled inside the measured step.
-quotient.warm_up_keys = {"coarse_nodes": 2, "subparts_per_part": 4}

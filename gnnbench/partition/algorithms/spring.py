@@ -19,7 +19,7 @@ import numpy as np
 
 from gnnbench.data.store import GraphStore
 from gnnbench.errors import ConfigError
-from gnnbench.partition.base import PARTITIONERS, PartitionResult
+from gnnbench.partition.base import PartitionResult, register_partitioner
 
 # Bump when this module's output changes: part of every partition book's cache key.
 VERSION = "1"
@@ -121,7 +121,7 @@ def volume_cap_of(rule: str, num_edges: int, p: int) -> float:
     raise ConfigError(f"partitioner.volume_cap: expected 'sdt' or '2ps', got {rule!r}")
 
 
-@PARTITIONERS.register("spring")
+@register_partitioner("spring", vertex_balance_bound=lambda p, n, *, beta, **_: float(beta) + p / n)
 def spring(
     store: GraphStore,
     p: int,
@@ -158,4 +158,3 @@ def spring(
 
 
 # Merged clusters hold at most beta |V| / p nodes (SDT-GNN's balance factor), plus one node of rounding.
-spring.vertex_balance_bound = lambda p, n, *, beta, **_: float(beta) + p / n

@@ -33,7 +33,7 @@ import numpy as np
 
 from gnnbench.data.store import GraphStore
 from gnnbench.errors import ConfigError
-from gnnbench.partition.base import PARTITIONERS, PartitionResult
+from gnnbench.partition.base import PartitionResult, register_partitioner
 from gnnbench.partition.edge_partition import (
     edge_load_stats,
     has_replica,
@@ -165,7 +165,7 @@ def _score_chunk(edges, degree, cluster, volume, part_of, replicas, load, cap, c
         place_edge(replicas, load, u, v, part)
 
 
-@PARTITIONERS.register("twops")
+@register_partitioner("twops")
 def twops(
     store: GraphStore,
     p: int,

@@ -282,20 +282,16 @@ def one_meter_peaks(
 ):
     """A pandas frame of runs with the in-memory baselines' runs from before the one meter
     (docs/design.md, "Metrics") read right: a baseline that reports a with-features figure
-    (its partitioner function's `with_features_figures`) but logged none held the features in
+    (its partitioner's trait `with_features_figures`) but logged none held the features in
     its `structure` peak, which therefore moves to `features`."""
-    from gnnbench.partition.base import PARTITIONERS
+    from gnnbench.partition.base import PARTITIONERS, partitioner_traits
 
     frame = frame.copy()
     if features not in frame:
         frame[features] = math.nan
     if structure not in frame:
         return frame
-    names = [
-        n
-        for n in PARTITIONERS.names()
-        if getattr(PARTITIONERS.get(n), "with_features_figures", False)
-    ]
+    names = [n for n in PARTITIONERS.names() if partitioner_traits(n).with_features_figures]
     old = frame[partitioner].isin(names) & frame[features].isna()
     frame.loc[old, features] = frame.loc[old, structure]
     frame.loc[old, structure] = math.nan
