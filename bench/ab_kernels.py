@@ -30,11 +30,11 @@ DEFAULT_KERNELS = ("hdrf", "ldg", "spring", "gnn_ready", "sampler")
 # A change to gnnbench/partition/algorithms/<name>.py adds partitioner <name>; these paths add
 # the kernels listed (shared code the partitioners or the other kernels run).
 SOURCE_KERNELS = {
-    "gnnbench/partition/gnn_ready.py": ("gnn_ready",),
-    "gnnbench/partition/gnn_ready_kernels.py": ("gnn_ready",),
+    "gnnbench/partition/stage/gnn_ready.py": ("gnn_ready",),
+    "gnnbench/partition/stage/gnn_ready_kernels.py": ("gnn_ready",),
     "gnnbench/train/sampler.py": ("sampler",),
-    "gnnbench/partition/edge_partition.py": ("hdrf", "dbh", "grid", "greedy", "twops"),
-    "gnnbench/partition/hashing.py": ("hash", "hdrf", "dbh", "grid"),
+    "gnnbench/partition/streaming/edge_partition.py": ("hdrf", "dbh", "grid", "greedy", "twops"),
+    "gnnbench/partition/streaming/hashing.py": ("hash", "hdrf", "dbh", "grid"),
     "gnnbench/partition/refine.py": ("refine-edge_cut", "refine-replication"),
     "gnnbench/data/store.py": DEFAULT_KERNELS,
 }
@@ -116,7 +116,7 @@ def gnn_ready_kernel(store) -> Callable[[], object]:
     both sides, whatever their partitioners do)."""
     import numpy as np
 
-    from gnnbench.partition.gnn_ready import build_partitions
+    from gnnbench.partition.stage.gnn_ready import build_partitions
 
     owner = (np.arange(store.num_nodes, dtype=np.int64) * P // store.num_nodes).astype(np.int32)
     # Written to memory where there is a tmpfs: the step's own CPU, not the disk's writeback, is

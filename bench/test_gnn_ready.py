@@ -21,9 +21,9 @@ import time
 
 import pytest
 
-from gnnbench.partition.book_identity import book_path
 from gnnbench.partition.spec import PartitionSpec
-from gnnbench.partition.stage import run_partition_stage
+from gnnbench.partition.stage.book_identity import book_path
+from gnnbench.partition.stage.runner import run_partition_stage
 
 from .ab_kernels import P, gnn_ready_kernel
 from .conftest import make_power_law_store

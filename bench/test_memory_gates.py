@@ -16,7 +16,7 @@ import pytest
 
 from gnnbench.data.datasets import prepare_dataset
 from gnnbench.partition.spec import PartitionSpec
-from gnnbench.partition.stage import run_partition_stage
+from gnnbench.partition.stage.runner import run_partition_stage
 
 from .conftest import dataset_config
 

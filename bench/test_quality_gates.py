@@ -15,8 +15,8 @@ import pytest
 
 from gnnbench.data.datasets import prepare_dataset
 from gnnbench.partition.base import streaming_partitioners
-from gnnbench.partition.gnn_ready import build_partitions
 from gnnbench.partition.spec import PartitionSpec
+from gnnbench.partition.stage.gnn_ready import build_partitions
 
 from .conftest import dataset_config, require_raw
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from gnnbench.data.datasets import prepare_dataset
 from gnnbench.partition.spec import PartitionSpec
-from gnnbench.partition.stage import run_partition_stage
+from gnnbench.partition.stage.runner import run_partition_stage
 from gnnbench.train.result import TrainResult
 from gnnbench.train.runner import run_training
 from gnnbench.train.spec import spec_from_conf

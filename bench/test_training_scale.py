@@ -22,7 +22,7 @@ import os
 import pytest
 
 from gnnbench.partition.spec import PartitionSpec
-from gnnbench.partition.stage import run_partition_stage
+from gnnbench.partition.stage.runner import run_partition_stage
 from gnnbench.process.atomic import disk_bytes
 from gnnbench.train.runner import run_training
 from gnnbench.train.spec import spec_from_conf

@@ -3,7 +3,7 @@ that computes what a config without the key computed, and one rule for comparing
 forms; plus the digest that run keys and book paths both hash with.
 
 - **Keys added later** (KEYS_ADDED_LATER) and their neutral values keep a job's run key
-  (gnnbench/identity.py) and a book's path (gnnbench/partition/book_identity.py) where they were
+  (gnnbench/identity.py) and a book's path (gnnbench/partition/stage/book_identity.py) where they were
   before the key existed.
 - **Values**, one rule in two forms. A typed config value (what run keys and book paths digest)
   is neutral only in the neutral value's own type (`is_neutral`): `grid_dims: 2.0` or

@@ -9,7 +9,7 @@
 - A job's **identity as text** (`text_identity`): the same rule on a run's logged parameters.
 - A **sweep's id**, so the same command resumes the same sweep.
 
-A partition book's path is the partition stage's own (gnnbench/partition/book_identity.py). This
+A partition book's path is the partition stage's own (gnnbench/partition/stage/book_identity.py). This
 module sits in the job layer, above the stages and below tracking; it loads the training modes
 only where a run key needs them, so the sweep driver (sweep ids) and a train=none job's run key
 load no torch.

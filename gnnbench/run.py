@@ -13,7 +13,7 @@ from typing import Any
 from gnnbench.data.datasets import prepare_dataset
 from gnnbench.partition.num_parts import auto_choice
 from gnnbench.partition.spec import PartitionSpec, vertex_balance_bound
-from gnnbench.partition.stage import run_partition_stage
+from gnnbench.partition.stage.runner import run_partition_stage
 from gnnbench.paths import gnnbench_home
 from gnnbench.process.atomic import remove_stale_temporaries
 from gnnbench.spec import JobSpec

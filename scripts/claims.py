@@ -48,7 +48,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             run_claims(claims, args.tracking_uri)
         folder = args.out.parent / "claims" / "runs"
         only = claims if args.only else None  # the other claims' exported runs are kept
-        runs = export_runs(args.tracking_uri, folder, only) if args.tracking_uri else read_runs(folder)
+        runs = (
+            export_runs(args.tracking_uri, folder, only) if args.tracking_uri else read_runs(folder)
+        )
     except GnnbenchError as exc:
         print(f"claims.py: error: {exc}", file=sys.stderr)
         return 2

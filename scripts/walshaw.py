@@ -9,7 +9,7 @@ edges at p = 2 (seed 0) divided by the cut of the archive's best-known partition
 imbalance), and each configuration's worst vertex balance. Partitions are computed in process
 (the same partitioner and refinement code as the stage's, so the same owners; time and memory
 are the stage's business and are not reported here). Edge partitioners are reduced to owners the
-way the stage does (gnnbench/partition/edge_partition.py), so their cut is the owners' cut.
+way the stage does (gnnbench/partition/streaming/edge_partition.py), so their cut is the owners' cut.
 """
 
 from __future__ import annotations

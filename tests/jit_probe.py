@@ -15,8 +15,8 @@ from pathlib import Path
 from numba.core.dispatcher import Dispatcher
 
 from gnnbench.data.store import GraphStore
-from gnnbench.partition import stage
 from gnnbench.partition.spec import PartitionSpec
+from gnnbench.partition.stage import runner as stage
 
 
 def signatures() -> dict[str, int]:

@@ -24,7 +24,7 @@ from test_end_to_end import runs
 from gnnbench.data.datasets import prepare_dataset
 from gnnbench.errors import BaselineUnavailable, OutOfMemory
 from gnnbench.partition.spec import PartitionSpec
-from gnnbench.partition.stage import run_partition_stage
+from gnnbench.partition.stage.runner import run_partition_stage
 from gnnbench.paths import gnnbench_home as home_of_environment
 from gnnbench.setup import baseline_envs
 
@@ -186,7 +186,7 @@ def test_an_allocation_over_the_cap_is_out_of_memory(tmp_path):
         import numpy as np
         from pathlib import Path
         from gnnbench.process.memory_limit import apply_memory_limit
-        from gnnbench.partition.stage import tracked
+        from gnnbench.partition.stage.runner import tracked
         from gnnbench.errors import OutOfMemory
 
         def work():

@@ -73,7 +73,7 @@ def test_touched_files_select_their_kernels():
     assert kernels_for(["gnnbench/partition/algorithms/grem.py"]) == [*DEFAULT_KERNELS, "grem"]
     assert kernels_for(["gnnbench/partition/algorithms/hdrf.py"]) == list(DEFAULT_KERNELS)
     assert kernels_for(["gnnbench/partition/algorithms/__init__.py"]) == list(DEFAULT_KERNELS)
-    shared = kernels_for(["gnnbench/partition/edge_partition.py"])
+    shared = kernels_for(["gnnbench/partition/streaming/edge_partition.py"])
     assert {"dbh", "grid", "greedy", "twops"} <= set(shared)
 
 
@@ -95,7 +95,7 @@ PLANTS = {  # kernel -> (module, the statement that wraps its timed function)
         'PARTITIONERS.override("hdrf", _slowed(PARTITIONERS.get("hdrf")))',
     ),
     "gnn_ready": (
-        "gnnbench/partition/gnn_ready.py",
+        "gnnbench/partition/stage/gnn_ready.py",
         "build_partitions = _slowed(build_partitions)",
     ),
     "sampler": (

@@ -1,4 +1,4 @@
-"""Label-propagation coarsening (gnnbench/partition/clustering.py) and quotient's multilevel mode
+"""Label-propagation coarsening (gnnbench/partition/multilevel/clustering.py) and quotient's multilevel mode
 (`partitioner.coarsening=clusters`)."""
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from test_vertex_partitioners import edge_cut
 
 from gnnbench.data.adjacency import ensure_adjacency
 from gnnbench.errors import ConfigError
-from gnnbench.partition import clustering, contraction
 from gnnbench.partition.algorithms import quotient as quotient_module
-from gnnbench.partition.clustering import coarsen
-from gnnbench.partition.contraction import UNIT, CoarseGraph, coarse_graph
+from gnnbench.partition.multilevel import clustering, contraction
+from gnnbench.partition.multilevel.clustering import coarsen
+from gnnbench.partition.multilevel.contraction import UNIT, CoarseGraph, coarse_graph
 from gnnbench.partition.spec import PartitionSpec
 
 MULTILEVEL = {"coarsening": "clusters", "subparts_per_part": 4, "coarse_nodes": 16}

@@ -18,11 +18,11 @@ from gnnbench.partition.algorithms import greedy as greedy_module
 from gnnbench.partition.algorithms import grid as grid_module
 from gnnbench.partition.algorithms import hdrf as hdrf_module
 from gnnbench.partition.algorithms import twops as twops_module
-from gnnbench.partition.edge_partition import argmax_tiebreak
-from gnnbench.partition.gnn_ready import build_partitions
-from gnnbench.partition.hashing import hash_id, hash_ids
 from gnnbench.partition.spec import PartitionSpec
-from gnnbench.partition.stage import run_partition_stage
+from gnnbench.partition.stage.gnn_ready import build_partitions
+from gnnbench.partition.stage.runner import run_partition_stage
+from gnnbench.partition.streaming.edge_partition import argmax_tiebreak
+from gnnbench.partition.streaming.hashing import hash_id, hash_ids
 
 EDGE_PARTITIONERS = ["hdrf", "dbh", "greedy", "grid", "twops"]
 MODULES = {

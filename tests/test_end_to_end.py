@@ -209,8 +209,8 @@ def test_cora_model_avg_matches_centralized(tmp_path, gnnbench_home):
 @requires_dataset("npz/amazon_cs.npz")
 def test_spring_beats_hash_on_amazon_cs(gnnbench_home, tmp_path):
     from gnnbench.data.datasets import prepare_dataset
-    from gnnbench.partition.gnn_ready import build_partitions
     from gnnbench.partition.spec import PartitionSpec
+    from gnnbench.partition.stage.gnn_ready import build_partitions
 
     store = prepare_dataset({"name": "amazon_cs", "source": "npz", "path": "npz/amazon_cs.npz"})
     factors = {}

@@ -19,9 +19,9 @@ from cli import gnnbench, start
 
 from gnnbench.data.datasets import prepare_dataset
 from gnnbench.errors import DataError
-from gnnbench.partition.book import PartitionBook, open_verified
 from gnnbench.partition.spec import PartitionSpec
-from gnnbench.partition.stage import run_partition_stage
+from gnnbench.partition.stage.book import PartitionBook, open_verified
+from gnnbench.partition.stage.runner import run_partition_stage
 from gnnbench.process.atomic import remove_stale_temporaries
 
 SMALL_SYNTHETIC = {

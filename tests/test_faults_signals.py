@@ -20,13 +20,13 @@ from cli import start
 
 from gnnbench.data.datasets import prepare_dataset
 from gnnbench.errors import Interrupted, Killed, OutOfMemory
-from gnnbench.partition import stage
 from gnnbench.partition.spec import PartitionSpec
-from gnnbench.partition.stage import run_partition_stage
+from gnnbench.partition.stage import runner as stage
+from gnnbench.partition.stage.runner import run_partition_stage
 from gnnbench.process import lifecycle
 
 SPAWNED = "multiprocessing.spawn"  # a training rank's command line (its samplers are forks of it)
-PARTITION_CHILD = "gnnbench.partition.stage"
+PARTITION_CHILD = "gnnbench.partition.stage.runner"
 # A job that trains long enough to be interrupted: 2 spawned ranks, one sampler process each.
 TRAINING = (
     "dataset.num_nodes=4000", "partitioner=hash", "p=2", "num_gpus=2",

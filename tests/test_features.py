@@ -22,10 +22,10 @@ from gnnbench.data.builder import seeded_split
 from gnnbench.data.datasets import prepare_dataset
 from gnnbench.data.features import FeatureRows
 from gnnbench.errors import ConfigError, DataError
-from gnnbench.partition.book import PartitionBook
-from gnnbench.partition.gnn_ready import build_partitions
 from gnnbench.partition.spec import PartitionSpec
-from gnnbench.partition.stage import run_partition_stage
+from gnnbench.partition.stage.book import PartitionBook
+from gnnbench.partition.stage.gnn_ready import build_partitions
+from gnnbench.partition.stage.runner import run_partition_stage
 from gnnbench.paths import CONF_DIR, REPO_ROOT
 from gnnbench.process.atomic import atomic_directory
 from gnnbench.process.peak_rss import PeakRss
@@ -314,7 +314,7 @@ def test_partition_loading_under_a_memory_cap_fails_in_one_line(gnnbench_home):
     indices_mb = (shared.path / "part-0" / "indices.npy").stat().st_size / 2**20
     assert indices_mb > 4
     script = """
-        from gnnbench.partition.book import PartitionBook
+        from gnnbench.partition.stage.book import PartitionBook
         book = PartitionBook({path!r})
         book.load(1)  # warm: the modules a load imports
         cap({extra})

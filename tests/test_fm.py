@@ -1,4 +1,4 @@
-"""FM refinement (gnnbench/partition/fm.py) and quotient's refinement between its levels."""
+"""FM refinement (gnnbench/partition/multilevel/fm.py) and quotient's refinement between its levels."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from graphs import make_store, random_multigraph_store
 from test_refine import start_owner
 from test_vertex_partitioners import edge_cut
 
-import gnnbench.partition.fm as fm_module
+import gnnbench.partition.multilevel.fm as fm_module
 from gnnbench.data.adjacency import AdjacencyStream
-from gnnbench.partition.fm import refine_nodes, refine_quotient
+from gnnbench.partition.multilevel.fm import refine_nodes, refine_quotient
 from gnnbench.partition.spec import PartitionSpec
 
 BEST_KEYS = {"subparts_per_part": 8, "subpart_lp_passes": 3, "subpart_fm_passes": 3}
@@ -205,7 +205,7 @@ def test_bad_refinement_keys_are_one_line(random_graph, key, value, expected):
 def test_quotient_best_is_quotient_with_its_refinement_and_shares_its_books():
     """The preset runs quotient with the refinement on; a job naming the same keys by hand finds
     the same book."""
-    from gnnbench.partition.book_identity import book_path
+    from gnnbench.partition.stage.book_identity import book_path
 
     preset = PartitionSpec.defaults("quotient_best")
     assert preset.name == "quotient"

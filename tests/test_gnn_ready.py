@@ -16,8 +16,8 @@ import pytest
 from graphs import make_store
 
 from gnnbench.data.store import GraphStore
-from gnnbench.partition import gnn_ready
-from gnnbench.partition.gnn_ready import book_label_dtype, build_partitions
+from gnnbench.partition.stage import gnn_ready
+from gnnbench.partition.stage.gnn_ready import book_label_dtype, build_partitions
 
 
 def grow(bits: np.ndarray, edges: np.ndarray) -> np.ndarray:

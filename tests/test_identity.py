@@ -15,8 +15,8 @@ from gnnbench import config_values
 from gnnbench.config_values import as_text, is_neutral
 from gnnbench.errors import ConfigError
 from gnnbench.identity import run_key, run_keys, text_identity
-from gnnbench.partition.book_identity import book_path
 from gnnbench.partition.spec import PartitionSpec
+from gnnbench.partition.stage.book_identity import book_path
 from gnnbench.spec_keys import ReadOnlyMap
 from gnnbench.train.modes import TRAINING_MODES, TrainingMode
 
@@ -185,7 +185,7 @@ RULES = {
     "gnnbench/identity.py": r"def (run_keys?|ignored_axes|sweep_id_of|text_identity)\b"
     r"|VOLATILE_KEYS\s*=|READ_ONLY_UNDER\s*=",
     "gnnbench/config_values.py": r"def (is_neutral\w*|as_text|digest)\b|KEYS_ADDED_LATER\s*[:=]",
-    "gnnbench/partition/book_identity.py": r"def (book_path|book_identity)\b",
+    "gnnbench/partition/stage/book_identity.py": r"def (book_path|book_identity)\b",
 }
 
 

@@ -24,9 +24,9 @@ from gnnbench.data.datasets import prepare_dataset
 from gnnbench.errors import BaselineUnavailable, ConfigError, OutOfMemory
 from gnnbench.partition.algorithms.kahip import MODES
 from gnnbench.partition.algorithms.kaminpar import CONTEXTS, write_parhip
-from gnnbench.partition.in_memory import EXTRA_INSTALL
+from gnnbench.partition.baselines.in_memory import EXTRA_INSTALL
 from gnnbench.partition.spec import PartitionSpec, vertex_balance_bound
-from gnnbench.partition.stage import run_partition_stage
+from gnnbench.partition.stage.runner import run_partition_stage
 from gnnbench.process import lifecycle
 from gnnbench.process.atomic import is_stale
 

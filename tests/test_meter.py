@@ -24,9 +24,9 @@ import pytest
 from graphs import make_store
 
 from gnnbench.data.store import GraphStore
-from gnnbench.partition import stage
 from gnnbench.partition.base import PARTITIONERS
 from gnnbench.partition.spec import PartitionSpec
+from gnnbench.partition.stage import runner as stage
 from gnnbench.paths import gnnbench_home
 from gnnbench.process.peak_rss import current_rss_mb
 from gnnbench.setup import baseline_envs

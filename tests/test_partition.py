@@ -7,10 +7,10 @@ import pytest
 from graphs import make_store
 
 from gnnbench.errors import ConfigError
-from gnnbench.partition.book import PartitionBook
-from gnnbench.partition.gnn_ready import build_partitions
 from gnnbench.partition.spec import PartitionSpec
-from gnnbench.partition.stage import run_partition_stage
+from gnnbench.partition.stage.book import PartitionBook
+from gnnbench.partition.stage.gnn_ready import build_partitions
+from gnnbench.partition.stage.runner import run_partition_stage
 
 
 def spring(store, p: int, seed: int, **params):
@@ -164,6 +164,6 @@ def test_structure_only_book(triangles, gnnbench_home):
     ],
 )
 def test_book_label_dtype_is_the_smallest_that_holds_the_classes(stored, num_classes, expected):
-    from gnnbench.partition.gnn_ready import book_label_dtype
+    from gnnbench.partition.stage.gnn_ready import book_label_dtype
 
     assert book_label_dtype(np.dtype(stored), num_classes) == np.dtype(expected)

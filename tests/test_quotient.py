@@ -72,7 +72,7 @@ def test_bad_quotient_keys_are_one_line(cliques, keys, message):
 
 
 def test_quotient_through_the_stage_with_replication_refinement(cliques, gnnbench_home):
-    from gnnbench.partition.stage import run_partition_stage
+    from gnnbench.partition.stage.runner import run_partition_stage
 
     plain = PartitionSpec.defaults("quotient", subparts_per_part=2)
     refined = PartitionSpec.defaults(
@@ -90,7 +90,7 @@ def test_quotient_through_the_stage_with_replication_refinement(cliques, gnnbenc
 def test_quotient_books_follow_the_base(monkeypatch):
     """The cache key holds the base's identity (its config defaults) and its code version."""
     import gnnbench.partition.algorithms.ldg as ldg_module
-    from gnnbench.partition.book_identity import book_path
+    from gnnbench.partition.stage.book_identity import book_path
 
     def path(**keys):
         return book_path("g", "f", PartitionSpec.defaults("quotient", **keys), 4, 0)

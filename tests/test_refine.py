@@ -12,10 +12,10 @@ from test_vertex_partitioners import edge_cut
 
 from gnnbench.errors import ConfigError
 from gnnbench.partition.base import PartitionResult
-from gnnbench.partition.book_identity import book_path
 from gnnbench.partition.refine import refine, refine_result
 from gnnbench.partition.spec import PartitionSpec
-from gnnbench.partition.stage import run_partition_stage
+from gnnbench.partition.stage.book_identity import book_path
+from gnnbench.partition.stage.runner import run_partition_stage
 
 
 @pytest.fixture(scope="module")

@@ -13,14 +13,12 @@ import pytest
 from gnnbench.data.datasets import store_path
 from gnnbench.data.spec import DataSpec
 from gnnbench.errors import ConfigError
-from gnnbench.partition import book
 from gnnbench.partition.base import (
     PARTITIONERS,
     PartitionerTraits,
     partitioner_traits,
     register_partitioner,
 )
-from gnnbench.partition.book_identity import book_path
 from gnnbench.partition.spec import (
     FEATURE_ROWS,
     SHARED_KEYS,
@@ -29,6 +27,8 @@ from gnnbench.partition.spec import (
     own_keys,
     vertex_balance_bound,
 )
+from gnnbench.partition.stage import book
+from gnnbench.partition.stage.book_identity import book_path
 from gnnbench.spec import JobSpec
 
 # Book digests of every partitioner's default config before PartitionSpec (commit 2c55586):

@@ -16,7 +16,7 @@ from gnnbench.data.builder import GraphStoreBuilder
 from gnnbench.data.graph_ops import csr_from_edges
 from gnnbench.data.store import GraphStore
 from gnnbench.errors import ConfigError, DataError
-from gnnbench.partition.book import PartitionBook
+from gnnbench.partition.stage.book import PartitionBook
 from gnnbench.train.group import RankGroup
 from gnnbench.train.metrics import confusion_counts, f1_scores
 from gnnbench.train.models import MODELS
@@ -70,7 +70,7 @@ def community_store(
 def graph(tmp_path_factory):
     """(store, book path with p=2) shared by the run tests; the book is built by the real stage."""
     from gnnbench.partition.spec import PartitionSpec
-    from gnnbench.partition.stage import run_partition_stage
+    from gnnbench.partition.stage.runner import run_partition_stage
 
     root = tmp_path_factory.mktemp("train")
     store = community_store(root / "store")
@@ -385,7 +385,7 @@ def test_model_avg_trains_on_a_book_without_halo(graph, tmp_path, monkeypatch):
     """partitioner.hops=0 (claim 5): each partition is its owned nodes and the edges among them;
     training runs on it and every training node is still trained once an epoch."""
     from gnnbench.partition.spec import PartitionSpec
-    from gnnbench.partition.stage import run_partition_stage
+    from gnnbench.partition.stage.runner import run_partition_stage
 
     store, with_halo = graph
     monkeypatch.setenv("GNNBENCH_HOME", str(tmp_path))
@@ -459,8 +459,8 @@ def skewed_book(store: GraphStore, path: Path, share: float) -> Path:
     """A p=2 book whose partition 0 owns `share` of the nodes (hence of the training nodes)."""
     import json
 
-    from gnnbench.partition.book import FORMAT_VERSION, manifest
-    from gnnbench.partition.gnn_ready import build_partitions
+    from gnnbench.partition.stage.book import FORMAT_VERSION, manifest
+    from gnnbench.partition.stage.gnn_ready import build_partitions
 
     owner = (np.random.default_rng(1).random(store.num_nodes) > share).astype(np.int32)
     path.mkdir()

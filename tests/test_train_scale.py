@@ -15,7 +15,7 @@ from conftest import CORA, requires_dataset
 from gnnbench.data.datasets import prepare_dataset
 from gnnbench.partition.num_parts import MemoryBudget, auto_num_parts, graph_bytes
 from gnnbench.partition.spec import PartitionSpec
-from gnnbench.partition.stage import run_partition_stage
+from gnnbench.partition.stage.runner import run_partition_stage
 from gnnbench.paths import CONF_DIR
 from gnnbench.process.atomic import disk_bytes
 from gnnbench.train.runner import run_training

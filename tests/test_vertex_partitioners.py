@@ -14,7 +14,7 @@ from gnnbench.data.adjacency import INDICES_FILE, adjacency_scope, ensure_adjace
 from gnnbench.data.store import GraphStore
 from gnnbench.errors import ConfigError
 from gnnbench.partition.spec import PartitionSpec
-from gnnbench.partition.stage import run_partition_stage
+from gnnbench.partition.stage.runner import run_partition_stage
 
 grem, ldg, fennel = configured("grem"), configured("ldg"), configured("fennel")
 

@@ -62,7 +62,7 @@ class PartitionerTraits:
     # keys enforce none (then the shared partitioner.max_vertex_balance applies)
     vertex_balance_bound: Callable[..., float | None] | None = None
     # (**own keys) -> the PartitionSpec of another partitioner this one runs (quotient's base),
-    # whose identity and code version enter the book's (gnnbench/partition/book_identity.py)
+    # whose identity and code version enter the book's (gnnbench/partition/stage/book_identity.py)
     nested_spec: Callable[..., Any] | None = None
 
     def __post_init__(self) -> None:

@@ -39,7 +39,7 @@ SHARED_KEYS = ("hops", "chunk_edges", "memory_limit_gb", "max_vertex_balance", "
 SHARED_KEYS += ("refine_objective", "feature_rows")
 # Shared keys that change whether a partition runs or what is reported, never the book itself.
 NOT_IN_BOOK_KEY = ("memory_limit_gb", "max_vertex_balance")
-# What a partition holds of the store's features (gnnbench/partition/gnn_ready.py): a copy of its
+# What a partition holds of the store's features (gnnbench/partition/stage/gnn_ready.py): a copy of its
 # rows, or nothing but a reference to the store's feat.npy by global id.
 FEATURE_ROWS = ("copy", "shared")
 

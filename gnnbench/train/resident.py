@@ -19,7 +19,7 @@ import torch
 
 from gnnbench.data.store import GraphStore
 from gnnbench.errors import OutOfMemory
-from gnnbench.partition.book import PartitionBook
+from gnnbench.partition.stage.book import PartitionBook
 from gnnbench.process.atomic import disk_bytes
 from gnnbench.process.memory_limit import current_memory_limit, is_out_of_memory
 from gnnbench.process.peak_rss import current_rss_mb

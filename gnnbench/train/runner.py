@@ -10,7 +10,7 @@ import torch
 
 from gnnbench.data.store import GraphStore
 from gnnbench.errors import ConfigError, DataError
-from gnnbench.partition.book import PartitionBook
+from gnnbench.partition.stage.book import PartitionBook
 from gnnbench.process.torchrun import under_torchrun
 from gnnbench.train import launch
 from gnnbench.train.coordinator import trains_on_partitions

@@ -4,7 +4,7 @@ Each edge (u, v) goes to hash(w) mod p, w its endpoint of lower full degree, so 
 keep their edges together and high-degree nodes are the ones replicated. Ties (equal degrees) go
 to the endpoint with the smaller id: a fixed total order (degree, id), so every node hashes all its
 edges towards "higher" nodes to one part (the reference breaks ties with an unseeded coin flip).
-The hash is gnnbench.partition.hashing's seeded splitmix64, the one `hash` uses.
+The hash is gnnbench.partition.streaming.hashing's seeded splitmix64, the one `hash` uses.
 
 Passes: the full degrees come from the store's degree.npy, which the store computed by a streaming
 pass over edges.bin at import; that degree pass is counted here (passes = 1 + assignment passes),
@@ -18,13 +18,13 @@ import numpy as np
 
 from gnnbench.data.store import GraphStore
 from gnnbench.partition.base import PartitionResult, register_partitioner
-from gnnbench.partition.edge_partition import (
+from gnnbench.partition.streaming.edge_partition import (
     edge_load_stats,
     new_replicas,
     place_edge,
     result_from_replicas,
 )
-from gnnbench.partition.hashing import hash_id
+from gnnbench.partition.streaming.hashing import hash_id
 
 # Bump when this module's output changes: part of every partition book's cache key.
 VERSION = "1"

@@ -20,8 +20,8 @@ from pathlib import Path
 import numpy as np
 
 from gnnbench.data.store import GraphStore
-from gnnbench.partition import distdgl_driver
 from gnnbench.partition.base import PartitionResult, register_partitioner
+from gnnbench.partition.baselines import distdgl_driver
 from gnnbench.process import lifecycle
 from gnnbench.process.memory_limit import (
     current_memory_limit,

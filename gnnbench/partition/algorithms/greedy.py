@@ -20,7 +20,7 @@ import numpy as np
 
 from gnnbench.data.store import GraphStore
 from gnnbench.partition.base import PartitionResult, register_partitioner
-from gnnbench.partition.edge_partition import (
+from gnnbench.partition.streaming.edge_partition import (
     argmax_tiebreak,
     chunks_with_offsets,
     edge_load_stats,
@@ -30,7 +30,7 @@ from gnnbench.partition.edge_partition import (
     place_edge,
     result_from_replicas,
 )
-from gnnbench.partition.hashing import hash_id
+from gnnbench.partition.streaming.hashing import hash_id
 
 # Bump when this module's output changes: part of every partition book's cache key.
 VERSION = "1"

@@ -50,7 +50,7 @@ import numpy as np
 from gnnbench.data.store import GraphStore
 from gnnbench.errors import ConfigError
 from gnnbench.partition.base import PartitionResult, register_partitioner
-from gnnbench.partition.chunk_graph import (
+from gnnbench.partition.streaming.chunk_graph import (
     chunk_csr,
     reset_local,
     resolve_seed_method,

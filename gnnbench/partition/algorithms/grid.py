@@ -4,7 +4,7 @@ The p parts form a rows x cols grid, rows the largest divisor of p that is <= sq
 cols = p / rows, so every p works (p = 8: 2 x 4, p = 6: 2 x 3, p = 7: 1 x 7, the last a plain
 hash of the second endpoint). Edge (u, v), in stream orientation, goes to the cell
 (hash(u) mod rows, hash(v) mod cols), i.e. part (hash(u) mod rows) * cols + hash(v) mod cols, with
-gnnbench.partition.hashing's seeded hash: a node's replicas lie in one row (as first endpoint) and
+gnnbench.partition.streaming.hashing's seeded hash: a node's replicas lie in one row (as first endpoint) and
 one column (as second), at most rows + cols - 1 parts. State: replica bitsets and p loads only.
 
 `grid_dims: 1` is GraphTheta's 1D edge partitioning instead: a p x 1 grid, edge (u, v) to part
@@ -22,13 +22,13 @@ import numpy as np
 from gnnbench.data.store import GraphStore
 from gnnbench.errors import ConfigError
 from gnnbench.partition.base import PartitionResult, register_partitioner
-from gnnbench.partition.edge_partition import (
+from gnnbench.partition.streaming.edge_partition import (
     edge_load_stats,
     new_replicas,
     place_edge,
     result_from_replicas,
 )
-from gnnbench.partition.hashing import hash_id
+from gnnbench.partition.streaming.hashing import hash_id
 
 # Bump when this module's output changes: part of every partition book's cache key.
 VERSION = "1"

@@ -6,7 +6,7 @@ import numpy as np
 
 from gnnbench.data.store import GraphStore
 from gnnbench.partition.base import PartitionResult, register_partitioner
-from gnnbench.partition.hashing import hash_ids
+from gnnbench.partition.streaming.hashing import hash_ids
 
 # Bump when this module's output changes: part of every partition book's cache key.
 VERSION = "1"

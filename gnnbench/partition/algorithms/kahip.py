@@ -19,7 +19,7 @@ import numpy as np
 from gnnbench.data.store import GraphStore
 from gnnbench.errors import ConfigError
 from gnnbench.partition.base import PartitionResult, check_choice, register_partitioner
-from gnnbench.partition.in_memory import (
+from gnnbench.partition.baselines.in_memory import (
     check_imbalance,
     imbalance_bound,
     require_package,

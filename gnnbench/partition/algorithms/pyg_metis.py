@@ -105,7 +105,7 @@ def _with_features(store: GraphStore, p: int, recursive: bool) -> dict[str, floa
 def main(argv: list[str] | None = None) -> int:
     from torch_geometric.loader import ClusterData  # noqa: F401  (imports stay unmeasured)
 
-    from gnnbench.partition.stage import tracked
+    from gnnbench.partition.stage.runner import tracked
 
     parser = argparse.ArgumentParser(description="pyg_metis with node data, measured")
     parser.add_argument("--store", type=Path, required=True)

@@ -27,7 +27,7 @@ Cut-aware refinement between the levels (issue 30; each off at its default in qu
 - `quotient_ncuts`: METIS splits the quotient graph that many times and keeps the lowest cut;
 - `subpart_fm_passes`: FM passes moving whole sub-partitions on the quotient graph (in memory,
   from its k x k matrix), ranked by gain with a priority queue, rolled back to the best prefix
-  (gnnbench/partition/fm.py); they also pull METIS's coarse split back under 3% imbalance where
+  (gnnbench/partition/multilevel/fm.py); they also pull METIS's coarse split back under 3% imbalance where
   whole sub-partitions can;
 - `node_fm_passes`: the split projected onto the nodes, the same FM kernel moving single nodes,
   one CSR window at a time (|V| owners, p sizes and a window x p connection matrix), finishing
@@ -37,7 +37,7 @@ never rises); `quotient_cut_edges` is the cut after the sub-partition level.
 
 `coarsening: clusters` (`partitioner=quotient_multilevel`) replaces the streaming base, whose k
 is capped at MAX_SUBPARTS by the dense matrix, with a multilevel coarsening that scales with the
-graph (gnnbench/partition/clustering.py, as KaMinPar's): label-propagation clusters of at most
+graph (gnnbench/partition/multilevel/clustering.py, as KaMinPar's): label-propagation clusters of at most
 ceil(|V| / (p * subparts_per_part)) nodes over the on-disk CSR (`cluster_passes` passes), their
 weighted graph kept as a sparse CSR, coarsened again in memory while it has more than
 `coarse_nodes` nodes; METIS splits the coarsest graph; the split is projected back level by
@@ -71,14 +71,14 @@ from gnnbench.data.adjacency import DEFAULT_MAX_ENTRIES, adjacency_scope, ensure
 from gnnbench.data.store import GraphStore
 from gnnbench.errors import ConfigError
 from gnnbench.partition.base import PartitionResult, partitioner_traits, register_partitioner
-from gnnbench.partition.clustering import cluster_values, coarsen
-from gnnbench.partition.contraction import CoarseGraph
-from gnnbench.partition.fm import refine_graph, refine_nodes, refine_quotient
+from gnnbench.partition.multilevel.clustering import cluster_values, coarsen
+from gnnbench.partition.multilevel.contraction import CoarseGraph
+from gnnbench.partition.multilevel.fm import refine_graph, refine_nodes, refine_quotient
 from gnnbench.partition.refine import refine, slack_balance_bound
 from gnnbench.spec_keys import whole_at_least
 
-# Bump when this module's output changes (partition/fm.py's, clustering.py's, contraction.py's:
-# quotient alone runs them): part of every partition book's cache key.
+# Bump when this module's output changes (or partition/multilevel/'s: quotient alone runs it):
+# part of every partition book's cache key.
 VERSION = "5"  # 2: FM lets an overfull block shed weight to a block it does not touch; 3: clusters;
 # 4: a graph within coarse_nodes is its own coarsest level; 5: node FM windows of 1 Mi entries,
 # shifted on odd passes, above 4 Mi entries (the same output up to 4 Mi)
@@ -198,7 +198,7 @@ def _base_spec(base: str, base_keys: Any, chunk_edges: int):
 def _nested_spec(*, base, base_keys, chunk_edges, **_own):
     """The base partitioner quotient runs, as a spec: its full identity (its config file's
     defaults included) and code version enter quotient's book identity
-    (gnnbench/partition/book_identity.py)."""
+    (gnnbench/partition/stage/book_identity.py)."""
     return _base_spec(base, base_keys, chunk_edges)
 
 
@@ -213,7 +213,7 @@ def _vertex_balance_bound(p: int, num_nodes: int, *, node_fm_passes, **_own) -> 
 
 
 # warm_up_keys: the JIT warm-up's 256-node graph is under coarse_nodes and its clusters would hold one node:
-# these keys make it cluster, coarsen and cycle as a real graph does (gnnbench.partition.stage),
+# these keys make it cluster, coarsen and cycle as a real graph does (gnnbench.partition.stage.runner),
 # with at least one level in memory below the disk level: that level's label propagation is
 # weighted and its arrays writable, other kernel signatures, which a warm-up that stopped at one
 # level (coarse_nodes 16, subparts_per_part 1) left to be compiled inside the measured step.
@@ -310,7 +310,7 @@ def _subpart_quotient(
 @dataclass(frozen=True)
 class Multilevel:
     """`coarsening: clusters`: label-propagation clusters of at most `cluster_cap` nodes as the
-    coarse nodes (gnnbench/partition/clustering.py), coarsened again in memory down to about
+    coarse nodes (gnnbench/partition/multilevel/clustering.py), coarsened again in memory down to about
     `coarse_nodes`, METIS on the coarsest graph, then FM at every level on the way back; each
     of `vcycles` more cycles coarsens inside the parts and refines the same way again."""
 

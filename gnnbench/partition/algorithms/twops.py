@@ -34,7 +34,7 @@ import numpy as np
 from gnnbench.data.store import GraphStore
 from gnnbench.errors import ConfigError
 from gnnbench.partition.base import PartitionResult, register_partitioner
-from gnnbench.partition.edge_partition import (
+from gnnbench.partition.streaming.edge_partition import (
     edge_load_stats,
     has_replica,
     new_replicas,

@@ -11,7 +11,7 @@ import numpy as np
 
 from gnnbench.data.datasets import prepare_dataset
 from gnnbench.partition.spec import PartitionSpec
-from gnnbench.partition.stage import run_partition_stage
+from gnnbench.partition.stage.runner import run_partition_stage
 from gnnbench.process.atomic import disk_bytes
 
 

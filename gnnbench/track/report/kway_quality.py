@@ -20,7 +20,7 @@ import yaml
 from gnnbench.data.datasets import prepare_dataset
 from gnnbench.partition.base import streaming_partitioners
 from gnnbench.partition.spec import PartitionSpec
-from gnnbench.partition.stage import run_partition_stage
+from gnnbench.partition.stage.runner import run_partition_stage
 from gnnbench.paths import CONF_DIR, REPO_ROOT
 
 CSV = REPO_ROOT / "docs" / "partition_quality_kway.csv"

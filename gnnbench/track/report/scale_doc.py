@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from gnnbench.partition.book import FORMAT_VERSION as BOOK_FORMAT
+from gnnbench.partition.stage.book import FORMAT_VERSION as BOOK_FORMAT
 from gnnbench.paths import REPO_ROOT
 from gnnbench.track.report import scale_training
 from gnnbench.track.report.scale_partition import BILLION

@@ -10,8 +10,8 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from gnnbench.data.datasets import prepare_dataset
-from gnnbench.partition.gnn_ready import build_partitions
 from gnnbench.partition.spec import PartitionSpec
+from gnnbench.partition.stage.gnn_ready import build_partitions
 from gnnbench.paths import CONF_DIR, REPO_ROOT
 
 GRAPHS = (

@@ -9,7 +9,7 @@ import pandas as pd
 import yaml
 
 from gnnbench.data.datasets import prepare_dataset
-from gnnbench.partition.stage import run_partition_stage
+from gnnbench.partition.stage.runner import run_partition_stage
 from gnnbench.paths import CONF_DIR, REPO_ROOT
 from gnnbench.track.report.streaming_configs import CONFIGS, partitioner_spec
 

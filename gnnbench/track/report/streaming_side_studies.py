@@ -15,7 +15,7 @@ from gnnbench.data.store import GraphStore
 from gnnbench.errors import GnnbenchError, one_line
 from gnnbench.partition.algorithms.grem import grem
 from gnnbench.partition.refine import refine
-from gnnbench.partition.stage import run_partition_stage
+from gnnbench.partition.stage.runner import run_partition_stage
 from gnnbench.paths import REPO_ROOT, raw_dir
 from gnnbench.track.report.streaming_configs import (
     CONFIGS,

@@ -13,7 +13,7 @@ import pandas as pd
 from gnnbench.data.datasets import prepare_dataset
 from gnnbench.data.store import GraphStore
 from gnnbench.partition.spec import PartitionSpec
-from gnnbench.partition.stage import run_partition_stage
+from gnnbench.partition.stage.runner import run_partition_stage
 from gnnbench.paths import REPO_ROOT, raw_dir
 
 GREM_DOC = REPO_ROOT / "docs" / "walshaw_grem.md"

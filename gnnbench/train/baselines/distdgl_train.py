@@ -84,7 +84,8 @@ def convert(store: Path, owner_path: Path, parts: int, out: Path) -> None:
     owner = torch.from_numpy(np.load(owner_path).astype(np.int64))
     # the DGLGraph with features, labels and split masks, as distdgl_metis builds it
     driver = _module(
-        "distdgl_driver", Path(__file__).parents[2] / "partition" / "distdgl_driver.py"
+        "distdgl_driver",
+        Path(__file__).parents[2] / "partition" / "baselines" / "distdgl_driver.py",
     )
     graph = driver.load_graph(store, features=True)
     if len(owner) != graph.num_nodes():

@@ -69,7 +69,7 @@ class DistDGL(BaselineMode):
 
     @classmethod
     def train_outside(cls, job: Job) -> dict:
-        from gnnbench.partition.book import PartitionBook
+        from gnnbench.partition.stage.book import PartitionBook
         from gnnbench.setup.baseline_envs import distdgl_python
 
         job = cls.on_cpu(job)

@@ -1,7 +1,7 @@
 """Stage 2: run a partitioner in a fresh process under memray and write its PartitionBook.
 
 The parent (`run_partition_stage`) reuses a complete book when one exists for the same dataset
-content, algorithm, parameters, p and seed; otherwise it starts `python -m gnnbench.partition.stage`,
+content, algorithm, parameters, p and seed; otherwise it starts `python -m gnnbench.partition.stage.runner`,
 which warms the JIT cache on a tiny graph (so compilation stays out of the measurement), then tracks
 the algorithm and the GNN-ready step with two memray trackers, and renames the book into place.
 """
@@ -23,16 +23,16 @@ import numpy as np
 from gnnbench.data.store import GraphStore
 from gnnbench.errors import GnnbenchError, OutOfMemory, error_record, from_record
 from gnnbench.partition.base import algorithm_version, check_num_parts, partitioner_traits
-from gnnbench.partition.book import (
+from gnnbench.partition.refine import warm_up as warm_up_refine
+from gnnbench.partition.spec import PartitionSpec
+from gnnbench.partition.stage.book import (
     FORMAT_VERSION,
     PartitionBook,
     manifest,
     open_verified,
 )
-from gnnbench.partition.book_identity import book_identity, book_path
-from gnnbench.partition.gnn_ready import build_partitions
-from gnnbench.partition.refine import warm_up as warm_up_refine
-from gnnbench.partition.spec import PartitionSpec
+from gnnbench.partition.stage.book_identity import book_identity, book_path
+from gnnbench.partition.stage.gnn_ready import build_partitions
 from gnnbench.process import lifecycle
 from gnnbench.process.atomic import atomic_directory, remove_stale_in
 from gnnbench.process.memory_limit import (
@@ -72,7 +72,7 @@ def run_partition_stage(
     with tempfile.TemporaryDirectory() as scratch:
         error_file = Path(scratch) / "error.txt"
         command = [
-            sys.executable, "-m", "gnnbench.partition.stage",
+            sys.executable, "-m", "gnnbench.partition.stage.runner",
             "--store", str(store.path), "--partitioner", json.dumps(partitioner.to_config()),
             "--p", str(p), "--seed", str(seed), "--dest", str(dest), "--error-file", str(error_file),
             *([] if node_data else ["--structure-only"]),

@@ -10,7 +10,7 @@ on-disk CSR (gnnbench.data.adjacency) read one bounded window at a time:
   node; after the first pass only nodes a neighbour of which moved are visited again. State: the
   label and cluster-weight arrays and one connection scratch of |V| entries (reset after each
   node: only the entries it touched), int32 while the weights fit, and two |V| flags.
-- `coarse_graph` (gnnbench/partition/contraction.py): the clusters' weighted graph.
+- `coarse_graph` (gnnbench/partition/multilevel/contraction.py): the clusters' weighted graph.
 - `coarsen`: one level from the on-disk CSR, then more levels from each coarse graph in memory
   while it has more than `coarse_nodes` nodes and a level still shrinks it by a tenth.
 """
@@ -24,7 +24,13 @@ import numba
 import numpy as np
 
 from gnnbench.data.adjacency import AdjacencyStream
-from gnnbench.partition.contraction import PAIR_WINDOW, UNIT, CoarseGraph, Rows, coarse_graph
+from gnnbench.partition.multilevel.contraction import (
+    PAIR_WINDOW,
+    UNIT,
+    CoarseGraph,
+    Rows,
+    coarse_graph,
+)
 
 # quotient alone runs this module: bump its VERSION when this module's output changes.
 MIN_SHRINK = 0.9  # a level that keeps more than this fraction of its nodes ends the coarsening

@@ -47,7 +47,7 @@ import numpy as np
 
 from gnnbench.data.adjacency import ensure_adjacency
 from gnnbench.data.store import GraphStore
-from gnnbench.partition.contraction import CoarseGraph
+from gnnbench.partition.multilevel.contraction import CoarseGraph
 from gnnbench.partition.refine import REFINE_SLACK
 
 # quotient alone runs this module: bump its VERSION when this module's output changes.

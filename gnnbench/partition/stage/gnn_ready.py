@@ -36,7 +36,7 @@ from gnnbench.data.features import npy_header
 from gnnbench.data.import_checks import check_disk_space
 from gnnbench.data.npy_file import NpyLayout
 from gnnbench.data.store import GraphStore
-from gnnbench.partition.gnn_ready_kernels import (
+from gnnbench.partition.stage.gnn_ready_kernels import (
     expand_chunk,
     group_rows,
     local_csr,

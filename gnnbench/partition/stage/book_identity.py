@@ -1,5 +1,5 @@
 """A partition book's identity and path: what of a partitioner spec determines its book, and the
-directory that digest names (gnnbench/partition/stage.py writes and reuses books there)."""
+directory that digest names (gnnbench/partition/stage/runner.py writes and reuses books there)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from gnnbench.config_values import digest, is_neutral
-from gnnbench.partition import book
 from gnnbench.partition.base import PARTITIONERS, algorithm_version, partitioner_traits
 from gnnbench.partition.spec import PartitionSpec, takes_keyword
+from gnnbench.partition.stage import book
 from gnnbench.paths import gnnbench_home
 
 

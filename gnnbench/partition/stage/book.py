@@ -2,7 +2,7 @@
 
 A book is trusted only after a check: its meta.json carries the book FORMAT_VERSION and a manifest
 of every file it wrote (size, and a blake2b checksum of each file up to CHECKSUM_FULL_BYTES; of its
-first and last CHECKSUM_EDGE_BYTES beyond that), and its path (gnnbench/partition/book_identity.py) holds
+first and last CHECKSUM_EDGE_BYTES beyond that), and its path (gnnbench/partition/stage/book_identity.py) holds
 the partitioner module's VERSION (bumped when its output changes). `open_verified` checks the
 manifest; a book that fails is removed (one warning line) and recomputed, never used.
 """
