@@ -116,7 +116,10 @@ def gnn_ready_kernel(store) -> Callable[[], object]:
     both sides, whatever their partitioners do)."""
     import numpy as np
 
-    from gnnbench.partition.stage.gnn_ready import build_partitions
+    try:
+        from gnnbench.partition.stage.gnn_ready import build_partitions
+    except ImportError:  # trees before partition/ was laid out by phase
+        from gnnbench.partition.gnn_ready import build_partitions
 
     owner = (np.arange(store.num_nodes, dtype=np.int64) * P // store.num_nodes).astype(np.int32)
     # Written to memory where there is a tmpfs: the step's own CPU, not the disk's writeback, is
@@ -176,7 +179,7 @@ def build_kernels(
 ) -> dict[str, Callable[[], object]]:
     """The runnable kernels among `names` in this tree (a partitioner it lacks, or one that runs
     in another interpreter, is left out)."""
-    from gnnbench.partition.base import PARTITIONERS, partitioner_traits
+    from gnnbench.partition.base import PARTITIONERS
 
     special = {"gnn_ready": gnn_ready_kernel, "sampler": sampler_kernel}
     kernels = {}
@@ -186,7 +189,7 @@ def build_kernels(
         elif name.startswith(REFINE_PREFIX):
             kernels[name] = refine_kernel(store, name.removeprefix(REFINE_PREFIX), cleanup)
         elif name in PARTITIONERS.names():
-            if not partitioner_traits(name).warm_up:
+            if not _runs_in_this_process(name):
                 # an out-of-process baseline (distdgl_metis): its work runs in the baseline's own
                 # interpreter, the same on both sides, and this process's CPU clock cannot see it
                 print(
@@ -195,6 +198,15 @@ def build_kernels(
                 continue
             kernels[name] = partitioner_kernel(store, name)
     return kernels
+
+
+def _runs_in_this_process(name: str) -> bool:
+    """Its trait `warm_up` (an attribute of its function in trees before PartitionerTraits)."""
+    from gnnbench.partition import base
+
+    if hasattr(base, "partitioner_traits"):
+        return base.partitioner_traits(name).warm_up
+    return getattr(base.PARTITIONERS.get(name), "warm_up", True)
 
 
 def serve(home: Path, names: list[str], num_edges: int = GRAPH_EDGES) -> None:
