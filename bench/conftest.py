@@ -142,7 +142,8 @@ class GateRecorder:
         state = verdict.label if verdict.regressed else "not a regression"
         return not verdict.regressed, (
             f"A/B against {commit[:12]}, which wrote the baseline: new/base CPU "
-            f"{verdict.median:.3f} [{verdict.low:.3f}, {verdict.high:.3f}] over "
+            f"{verdict.median:.3f} [{verdict.low:.3f}, {verdict.high:.3f}], wall "
+            f"{verdict.wall_median:.3f} [{verdict.wall_low:.3f}, {verdict.wall_high:.3f}] over "
             f"{verdict.rounds} rounds: {state}"
         )
 

@@ -14,6 +14,7 @@ from bench.ab_kernels import DEFAULT_KERNELS, build_kernels, kernels_for
 from bench.compare import (
     ROUNDS,
     THRESHOLD,
+    WALL_THRESHOLD,
     compare_trees,
     imports_alone_changed,
     median_interval,
@@ -62,9 +63,25 @@ def test_one_slow_round_does_not_fail_a_kernel():
 
 
 def test_table_names_the_regressed_kernel():
-    text = table([verdict("hdrf", [1.3] * 12, wall_ratios=[1.5] * 12), verdict("ldg", [1.0] * 12)])
-    assert "hdrf | 1.300 | [1.300, 1.300] | 1.500 | 12 | REGRESSED (> 1.2)" in text
-    assert "ldg | 1.000 | [1.000, 1.000] | nan | 12 | ok" in text
+    text = table([verdict("hdrf", [1.3] * 12, wall_ratios=[1.1] * 12), verdict("ldg", [1.0] * 12)])
+    assert "hdrf | 1.300 | [1.300, 1.300] | 1.100 | [1.100, 1.100] | 12 | REGRESSED (> 1.2)" in text
+    assert "ldg | 1.000 | [1.000, 1.000] | nan | [nan, nan] | 12 | ok" in text
+
+
+def test_waiting_alone_regresses_on_wall_time():
+    """A change that only waits (a sleep, a lost prefetch) leaves the CPU ratio at 1 and fails on
+    the wall ratio; noisy wall time around 1 does not."""
+    for seed in range(5):
+        waiting = verdict("greedy", synthetic_ratios(1.0, 0.03, seed=seed),
+                          wall_ratios=synthetic_ratios(1.5, 0.08, seed=seed + 10))  # fmt: skip
+        assert waiting.regressed and waiting.label == f"REGRESSED (wall > {WALL_THRESHOLD:g})"
+        noisy = verdict("greedy", synthetic_ratios(1.0, 0.03, seed=seed),
+                        wall_ratios=synthetic_ratios(1.0, 0.08, seed=seed + 10))  # fmt: skip
+        assert not noisy.regressed, noisy
+    both = verdict("hdrf", [1.3] * 12, wall_ratios=[1.4] * 12)
+    assert both.label == f"REGRESSED (> {THRESHOLD:g}; wall > {WALL_THRESHOLD:g})"
+    gate = verdict("hdrf", [1.0] * 12, threshold=1.5, wall_ratios=[1.4] * 12)
+    assert not gate.regressed  # a gate's own factor, when larger, bounds wall time too
 
 
 def test_touched_files_select_their_kernels():
@@ -89,10 +106,16 @@ def test_an_out_of_process_baseline_is_selected_but_not_timed(capsys):
 
 # --- planted regressions: HEAD's working tree against a copy of it with sleeps in three kernels ---
 SLOWDOWN = 1.3
+SLEEP = 0.5  # the waiting plant: half the kernel's time, as issue 46 tried it
 PLANTS = {  # kernel -> (module, the statement that wraps its timed function)
     "hdrf": (
         "gnnbench/partition/algorithms/hdrf.py",
-        'PARTITIONERS.override("hdrf", _slowed(PARTITIONERS.get("hdrf")))',
+        '_PARTITIONERS.override("hdrf", _slowed(_PARTITIONERS.get("hdrf")))',
+    ),
+    # waiting only: a sleep of half the kernel's own wall time (its CPU time unchanged)
+    "greedy": (
+        "gnnbench/partition/algorithms/greedy.py",
+        '_PARTITIONERS.override("greedy", _slept(_PARTITIONERS.get("greedy")))',
     ),
     "gnn_ready": (
         "gnnbench/partition/stage/gnn_ready.py",
@@ -106,6 +129,8 @@ PLANTS = {  # kernel -> (module, the statement that wraps its timed function)
 SLOWED = """
 import functools as _functools
 import time as _time
+
+from gnnbench.partition.base import PARTITIONERS as _PARTITIONERS
 
 
 def _slowed(fn):
@@ -123,6 +148,19 @@ def _slowed(fn):
     return slowed
 
 
+def _slept(fn):
+    \"\"\"fn, then a sleep of {sleep} x the wall time fn took: waiting, no CPU.\"\"\"
+
+    @_functools.wraps(fn)
+    def slept(*args, **kwargs):
+        started = _time.perf_counter()
+        result = fn(*args, **kwargs)
+        _time.sleep({sleep} * (_time.perf_counter() - started))
+        return result
+
+    return slept
+
+
 {wrap}
 """
 
@@ -134,24 +172,26 @@ def planted_tree(root: Path, kernels) -> Path:
     for kernel in kernels:
         module, wrap = PLANTS[kernel]
         with open(root / module, "a") as source:
-            source.write(SLOWED.format(extra=SLOWDOWN - 1, wrap=wrap))
+            source.write(SLOWED.format(extra=SLOWDOWN - 1, sleep=SLEEP, wrap=wrap))
     return root
 
 
 @pytest.mark.alone
 @pytest.mark.slow
 def test_planted_slowdowns_fail_the_gate(tmp_path):
-    """hdrf, the GNN-ready step and the sampler each 1.3x slower: each regresses, ldg does not."""
+    """hdrf, the GNN-ready step and the sampler each 1.3x slower in CPU time, greedy waiting
+    half its time: each regresses (greedy on wall time alone), ldg does not."""
     planted = planted_tree(tmp_path / "planted", PLANTS)
     verdicts, missing = compare_trees(REPO, planted, [*PLANTS, "ldg"])
     report = table(verdicts)
     print(f"\n{report}")  # pytest -s shows the table
     assert not missing
     assert {v.kernel for v in verdicts if v.regressed} == set(PLANTS), report
-    rows = {line.split(" | ")[0]: line for line in report.splitlines()}
-    for kernel in PLANTS:
-        assert rows[kernel].endswith(f"REGRESSED (> {THRESHOLD:g})"), report
-    assert rows["ldg"].endswith("| ok"), report
+    reasons = {v.kernel: v.reasons for v in verdicts}
+    for kernel in set(PLANTS) - {"greedy"}:
+        assert f"> {THRESHOLD:g}" in reasons[kernel], report
+    assert reasons["greedy"] == [f"wall > {WALL_THRESHOLD:g}"], report
+    assert not reasons["ldg"], report
 
 
 def test_a_change_of_imports_alone_selects_no_kernel():

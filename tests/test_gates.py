@@ -149,7 +149,7 @@ def test_a_gate_over_its_limit_on_slower_code_fails_after_the_ab(
         for _ in range(3):
             partition()
 
-    with pytest.raises(pytest.fail.Exception, match=rf"REGRESSED \(> {SPEED_MAX_FACTOR:g}\)"):
+    with pytest.raises(pytest.fail.Exception, match=rf"REGRESSED \(> {SPEED_MAX_FACTOR:g}[;)]"):
         recorder.paired_speed(key, three_times_slower, AB_EDGES)
     assert not recorder.gates[-1].passed
 
@@ -208,4 +208,5 @@ def test_slowed_partitioner_trips_speed_gate():
     assert f"{SPEED_MAX_FACTOR}x the baseline ratio" in completed.stdout
     # and the A/B against the commit that wrote the baseline agrees it is the code
     assert "which wrote the baseline: new/base CPU" in completed.stdout
-    assert f"REGRESSED (> {SPEED_MAX_FACTOR:g})" in completed.stdout
+    # the CPU reason (its busy loop may add the wall one: "; wall > ...")
+    assert f"REGRESSED (> {SPEED_MAX_FACTOR:g}" in completed.stdout
