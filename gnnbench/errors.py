@@ -85,6 +85,22 @@ def root_cause(records: Sequence[Mapping[str, Any]]) -> Mapping[str, Any]:
     return min(records, key=order)
 
 
+def worker_failure(records: Sequence[Mapping[str, Any]]) -> Exception:
+    """The one error to raise for several ranks' failure records (spawned or torchrun ranks): the
+    root cause's own error, "worker <rank> failed: <message>", a GnnbenchError where it was an
+    expected one, else a RuntimeError naming the type; it carries that rank's stack (where the
+    record has one) as `worker_traceback`, for the run's error.log."""
+    chosen = root_cause(records)
+    message = f"worker {chosen['rank']} failed: {chosen['message']}"
+    if chosen["expected"]:
+        failure: Exception = from_record({**chosen, "message": message})
+    else:
+        failure = RuntimeError(f"{message} ({chosen['type']})")
+    if chosen.get("traceback"):
+        failure.worker_traceback = f"worker {chosen['rank']}:\n{chosen['traceback']}"
+    return failure
+
+
 def error_record(exc: GnnbenchError) -> dict:
     """What a child process writes so that its parent can raise the same error (`from_record`)."""
     return {"type": type(exc).__name__, "message": str(exc), "metrics": getattr(exc, "metrics", {})}

@@ -12,8 +12,8 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 from test_train import FAST, SAGE, community_store
 
-from gnnbench.errors import ConfigError, DataError, root_cause
-from gnnbench.train.coordinator import SingleProcess, Torchrun, first_failure
+from gnnbench.errors import ConfigError, DataError, root_cause, worker_failure
+from gnnbench.train.coordinator import SingleProcess, Torchrun
 from gnnbench.train.modes import TRAINING_MODES
 from gnnbench.train.modes.centralized import Centralized
 from gnnbench.train.record import EpochRecord
@@ -85,13 +85,17 @@ def test_the_expected_failure_of_the_lowest_rank_is_every_rank_s():
         {"rank": 2, "expected": True, "type": "DataError", "message": "b: bad"},
         {"rank": 1, "expected": True, "type": "DataError", "message": "a: bad", "metrics": {}},
     ]
-    chosen = first_failure(failures)
+    chosen = worker_failure(failures)
     assert isinstance(chosen, DataError) and str(chosen) == "worker 1 failed: a: bad"
+    unexpected = worker_failure([{**failures[0], "traceback": "Traceback ...\n"}])
+    assert type(unexpected) is RuntimeError
+    assert str(unexpected) == "worker 0 failed: gloo timed out (RuntimeError)"
+    assert unexpected.worker_traceback == "worker 0:\nTraceback ...\n"  # for the error.log
 
 
 def test_one_rule_picks_the_root_cause_for_spawned_and_torchrun_ranks():
     """errors.root_cause: expected before unexpected, then the earliest, then the lowest rank
-    (launch._failure and coordinator.first_failure both read it)."""
+    (launch._failure and the coordinator both raise errors.worker_failure, which reads it)."""
     later = {"rank": 0, "expected": True, "at": 2.0}
     earlier = {"rank": 3, "expected": True, "at": 1.0}
     crash = {"rank": 1, "expected": False, "at": 0.5}

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager as ContextManager
 from typing import Any, TypeVar
 
-from gnnbench.errors import GnnbenchError, error_record, from_record, root_cause
+from gnnbench.errors import GnnbenchError, error_record, from_record, worker_failure
 from gnnbench.process.torchrun import torchrun_rank
 from gnnbench.train.spec import TrainSpec
 
@@ -101,7 +101,7 @@ class Torchrun(SingleProcess):
             raise
         failures = [found for found in gather_from_ranks(None) if found is not None]
         if failures:
-            raise first_failure(failures)
+            raise worker_failure(failures)
         return outcome
 
 
@@ -109,16 +109,6 @@ def _failure_of(rank: int, exc: BaseException) -> dict[str, Any]:
     """A rank's failure record; without a time: torchrun's ranks may run on hosts whose clocks
     differ, so among expected errors the lowest rank's is reported (errors.root_cause)."""
     return {"rank": rank, "expected": isinstance(exc, GnnbenchError), **error_record(exc)}
-
-
-def first_failure(failures: list[dict[str, Any]]) -> Exception:
-    """The error to raise for the ranks' failures: an expected one (the others are usually its
-    consequence: a rank that left the collectives) from the lowest rank."""
-    chosen = root_cause(failures)
-    message = f"worker {chosen['rank']} failed: {chosen['message']}"
-    if not chosen["expected"]:
-        return RuntimeError(f"{message} ({chosen['type']})")
-    return from_record({**chosen, "message": message})
 
 
 def trains_on_partitions(mode: str) -> bool:

@@ -27,7 +27,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 from gnnbench import errors
-from gnnbench.errors import ConfigError, root_cause
+from gnnbench.errors import ConfigError
 from gnnbench.process import lifecycle
 from gnnbench.process.memory_limit import killed_by_signal
 from gnnbench.train.spec import Job, TrainSpec
@@ -252,16 +252,7 @@ def _failure(scratch: Path, processes: list, rank: int) -> Exception:
         return errors.Killed(f"worker {killed} failed: killed by signal {name}")
     if not recorded:
         return RuntimeError(f"worker {rank} failed: exited with code {processes[rank].exitcode}")
-    payload = root_cause(recorded)
-    rank = payload["rank"]
-    message = f"worker {rank} failed: {payload['message']}"
-    if payload["expected"]:
-        failure = errors.from_record({**payload, "message": message})
-    else:
-        failure = RuntimeError(message)
-    # the rank's own stack, for the run's error.log artifact (track.mlflow_run reads it)
-    failure.worker_traceback = f"worker {rank}:\n{payload.get('traceback', '')}"
-    return failure
+    return errors.worker_failure(recorded)  # with the rank's stack, for the run's error.log
 
 
 def _stop(processes: list) -> None:
