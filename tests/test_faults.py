@@ -11,7 +11,9 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -22,7 +24,7 @@ from gnnbench.errors import DataError
 from gnnbench.partition.spec import PartitionSpec
 from gnnbench.partition.stage.book import PartitionBook, open_verified
 from gnnbench.partition.stage.runner import run_partition_stage
-from gnnbench.process.atomic import remove_stale_temporaries
+from gnnbench.process.atomic import remove_stale_temporaries, scratch_directory
 
 SMALL_SYNTHETIC = {
     "name": "faults",
@@ -140,6 +142,36 @@ def test_stale_temporaries_are_removed(gnnbench_home):
     assert freed >= 1000
     assert not any(path.exists() for path in stale)
     assert all(path.exists() for path in kept)
+
+
+def test_a_killed_process_s_scratch_directory_is_removed_by_the_next(tmp_path, monkeypatch):
+    """A SIGKILL skips a scratch directory's removal; the next scratch_directory in the same
+    temporary folder removes it (and only gnnbench's: a look-alike of another program stays)."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    host = socket.gethostname()
+    killed = tmp_path / f".gnnbench-train-x1y2.tmp-{host}-{dead_pid()}"
+    (killed / "result.json").parent.mkdir()
+    (killed / "result.json").write_text("{}")
+    live = tmp_path / f".gnnbench-train-a3b4.tmp-{host}-{os.getppid()}"
+    foreign = tmp_path / f".other-program.tmp-{host}-{dead_pid()}"
+    live.mkdir()
+    foreign.mkdir()
+    with scratch_directory("train") as scratch:
+        assert scratch.is_dir() and scratch.name.endswith(f".tmp-{host}-{os.getpid()}")
+        assert not killed.exists() and live.exists() and foreign.exists()
+    assert not scratch.exists()
+    child = subprocess.Popen(  # killed inside its scratch directory: it stays, until the next
+        [sys.executable, "-c", "import time\nfrom gnnbench.process.atomic import scratch_directory\n"
+         "with scratch_directory('train') as s:\n    print(s, flush=True)\n    time.sleep(60)"],
+        stdout=subprocess.PIPE, text=True, env={**os.environ, "TMPDIR": str(tmp_path)},
+    )  # fmt: skip
+    left = Path(child.stdout.readline().strip())
+    child.kill()
+    child.wait()
+    child.stdout.close()
+    assert left.is_dir()
+    with scratch_directory("partition"):
+        assert not left.exists()
 
 
 @pytest.mark.fault("tracking: a run left RUNNING by a killed process")

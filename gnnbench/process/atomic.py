@@ -1,8 +1,9 @@
-"""Write a directory under a temporary name and rename it into place only when complete.
+"""Write a directory under a temporary name and rename it into place only when complete; private
+scratch directories that a killed process does not leave behind for long.
 
 Temporary names carry the writer's host and pid (`.<name>.tmp-<host>-<pid>`), so a later run can
 tell the leftovers of a killed writer (its pid no longer alive on this host) from work in progress
-and remove them (`remove_stale_temporaries`).
+and remove them (`remove_stale_temporaries`, and `scratch_directory` in the temporary folder).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import os
 import re
 import shutil
 import socket
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -57,6 +59,36 @@ def atomic_directory(dest: Path) -> Iterator[Path]:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+SCRATCH_PREFIX = ".gnnbench-"
+
+
+@contextmanager
+def scratch_directory(purpose: str) -> Iterator[Path]:
+    """A private directory in the temporary folder, removed on exit. A SIGKILL skips that exit,
+    so the name carries this host and pid (`.gnnbench-<purpose>-<random>.tmp-<host>-<pid>`) and
+    every call first removes the scratch directories of processes that are gone."""
+    root = Path(tempfile.gettempdir())
+    remove_stale_scratch(root)
+    path = Path(
+        tempfile.mkdtemp(
+            prefix=f"{SCRATCH_PREFIX}{purpose}-", suffix=f".tmp-{_host()}-{os.getpid()}", dir=root
+        )
+    )
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def remove_stale_scratch(root: Path) -> None:
+    """Remove the scratch directories killed processes of this host left in `root` (only
+    gnnbench's own names: a temporary folder is shared with everything else)."""
+    for path in Path(root).glob(f"{SCRATCH_PREFIX}*.tmp-*"):
+        if is_stale(path):
+            shutil.rmtree(path, ignore_errors=True)
+            log.warning("removed %s, left by a killed process", path)
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:

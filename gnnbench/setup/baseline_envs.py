@@ -23,13 +23,13 @@ import shutil
 import subprocess
 import sys
 import tarfile
-import tempfile
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
 from gnnbench.errors import BaselineUnavailable, GnnbenchError
 from gnnbench.paths import gnnbench_home
+from gnnbench.process.atomic import scratch_directory
 from gnnbench.process.memory_limit import is_out_of_memory
 
 TORCH_SPARSE = "torch-sparse==0.6.18"
@@ -112,7 +112,7 @@ def build_metis64(prefix: Path) -> Path:
     """Compile METIS 5 (64-bit idx_t) into `prefix/lib/libmetis.a` with `prefix/include/metis.h`."""
     if (prefix / "lib" / "libmetis.a").is_file():
         return prefix
-    with tempfile.TemporaryDirectory() as scratch:
+    with scratch_directory("metis-sdist") as scratch:
         archive = _fetch_sdist(*METIS_SDIST, Path(scratch))
         with tarfile.open(archive) as tar:
             tar.extractall(scratch, filter="data")
@@ -167,7 +167,7 @@ def _wheel(requirement: str, build_env: Callable[[], dict[str, str]] | None = No
     _say(f"pyg_metis: building {requirement} (several minutes on 2 cores)")
     env = build_env() if build_env else dict(os.environ)
     env.update(FORCE_ONLY_CPU="1", MAX_JOBS=str(os.cpu_count() or 1))  # CPU torch: no CUDA kernels
-    with tempfile.TemporaryDirectory() as scratch:
+    with scratch_directory("wheel") as scratch:
         _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
               "--no-binary", requirement.split("==")[0], "-w", scratch, requirement],
              env=env)  # fmt: skip

@@ -23,13 +23,12 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 import zipfile
 from importlib.metadata import requires
 from pathlib import Path
 
 from gnnbench.errors import DataError, GnnbenchError
-from gnnbench.process.atomic import atomic_directory, atomic_write_bytes
+from gnnbench.process.atomic import atomic_directory, atomic_write_bytes, scratch_directory
 
 BUDGET_MIB = 56.0  # what travels with the working tree to a device machine beside the code
 MANIFEST = "wheelhouse.json"
@@ -244,7 +243,7 @@ def build(out: Path, python: str, platform: str, present_file: Path, budget_mib:
     if out.exists() and not (out / MANIFEST).is_file():
         raise GnnbenchError(f"--out {out}: exists and is not a wheelhouse (no {MANIFEST}); "
                             "give a new or empty folder")  # fmt: skip
-    with tempfile.TemporaryDirectory(prefix="gnnbench-wheelhouse-") as scratch:
+    with scratch_directory("wheelhouse") as scratch:
         requirements = runtime_requirements()
         built = build_pure_wheels(requirements, present, Path(scratch))
         wanted = resolve(requirements, present, options, Path(scratch) / "target", [built])

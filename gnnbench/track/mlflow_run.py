@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import logging
-import tempfile
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -17,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from gnnbench.data.spec import ORIGIN_KEYS
 from gnnbench.errors import one_line
-from gnnbench.process.atomic import disk_bytes
+from gnnbench.process.atomic import disk_bytes, scratch_directory
 
 if TYPE_CHECKING:
     from gnnbench.spec import JobSpec
@@ -173,7 +172,7 @@ class RunLogger:
         self.mlflow.set_tags(dict(tags))
 
     def log_json(self, name: str, payload: Any) -> None:
-        with tempfile.TemporaryDirectory() as scratch:
+        with scratch_directory("artifact") as scratch:
             path = Path(scratch) / name
             path.write_text(json.dumps(payload, indent=2, default=str))
             self.mlflow.log_artifact(str(path))

@@ -14,7 +14,6 @@ import logging
 import os
 import socket
 import sys
-import tempfile
 import time
 import traceback
 from collections.abc import Callable
@@ -29,6 +28,7 @@ import torch.multiprocessing as mp
 from gnnbench import errors
 from gnnbench.errors import ConfigError
 from gnnbench.process import lifecycle
+from gnnbench.process.atomic import scratch_directory
 from gnnbench.process.memory_limit import killed_by_signal
 from gnnbench.train.spec import Job, TrainSpec
 from gnnbench.train.worker import Worker
@@ -280,8 +280,7 @@ def spawn_workers(
     context = mp.get_context("spawn")
     port = _free_port()
     log_level = logging.getLogger("gnnbench").getEffectiveLevel()
-    with tempfile.TemporaryDirectory(prefix="gnnbench-train-") as scratch_dir:
-        scratch = Path(scratch_dir)
+    with scratch_directory("train") as scratch:
         processes = [
             context.Process(
                 target=_spawned_worker,

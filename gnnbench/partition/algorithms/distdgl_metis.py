@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +22,7 @@ from gnnbench.data.store import GraphStore
 from gnnbench.partition.base import PartitionResult, register_partitioner
 from gnnbench.partition.baselines import distdgl_driver
 from gnnbench.process import lifecycle
+from gnnbench.process.atomic import scratch_directory
 from gnnbench.process.memory_limit import (
     current_memory_limit,
     is_out_of_memory,
@@ -84,7 +84,7 @@ def distdgl_metis(store: GraphStore, p: int, seed: int) -> PartitionResult:
 
 def _drive(python: Path, store: GraphStore, p: int, seed: int, features: bool):
     """One driver run: its result.json and the owners it wrote."""
-    with tempfile.TemporaryDirectory(prefix="gnnbench-distdgl-") as scratch:
+    with scratch_directory("distdgl-metis") as scratch:
         command = [str(python), distdgl_driver.__file__, "--store", str(store.path),
                    "--parts", str(p), "--seed", str(seed), "--out", scratch,
                    *(["--features"] if features else [])]  # fmt: skip

@@ -20,7 +20,6 @@ import argparse
 import json
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -29,6 +28,7 @@ import numpy as np
 from gnnbench.data.store import GraphStore
 from gnnbench.partition.base import PartitionResult, register_partitioner
 from gnnbench.process import lifecycle
+from gnnbench.process.atomic import scratch_directory
 from gnnbench.setup.baseline_envs import require_pyg_metis
 
 # Bump when this module's output changes: part of every partition book's cache key.
@@ -87,7 +87,7 @@ def pyg_metis(store: GraphStore, p: int, seed: int, *, recursive: bool) -> Parti
 
 def _with_features(store: GraphStore, p: int, recursive: bool) -> dict[str, float]:
     """The run with node data in a process of its own (one memray tracker per process)."""
-    with tempfile.TemporaryDirectory(prefix="gnnbench-pyg-") as scratch:
+    with scratch_directory("pyg-metis") as scratch:
         out = Path(scratch) / "result.json"
         # imported, not run as __main__: a second copy of this module would register it twice
         command = [sys.executable, "-c", f"import sys; from {__name__} import main; sys.exit(main())",

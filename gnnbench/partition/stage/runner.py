@@ -14,7 +14,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -34,7 +33,7 @@ from gnnbench.partition.stage.book import (
 from gnnbench.partition.stage.book_identity import book_identity, book_path
 from gnnbench.partition.stage.gnn_ready import build_partitions
 from gnnbench.process import lifecycle
-from gnnbench.process.atomic import atomic_directory, remove_stale_in
+from gnnbench.process.atomic import atomic_directory, remove_stale_in, scratch_directory
 from gnnbench.process.memory_limit import (
     apply_memory_limit,
     is_out_of_memory,
@@ -69,7 +68,7 @@ def run_partition_stage(
         book = open_verified(candidate)  # a book failing its check is removed and recomputed
         if book is not None:
             return book, True
-    with tempfile.TemporaryDirectory() as scratch:
+    with scratch_directory("partition") as scratch:
         error_file = Path(scratch) / "error.txt"
         command = [
             sys.executable, "-m", "gnnbench.partition.stage.runner",
@@ -137,7 +136,7 @@ def _warm_up(partitioner: PartitionSpec, p: int, seed: int) -> None:
     keys = partitioner_traits(partitioner.name).warm_up_keys
     if keys:
         partitioner = PartitionSpec.from_config({**partitioner.to_config(), **keys})
-    with tempfile.TemporaryDirectory() as scratch:
+    with scratch_directory("warm-up") as scratch:
         store = _tiny_store(Path(scratch))
         tiny_p = min(p, 256)  # the real p (up to the tiny graph's size): its bitset word width
         result = partitioner.run_refined(store, tiny_p, seed)  # the CSR build of a refinement

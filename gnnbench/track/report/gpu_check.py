@@ -15,13 +15,12 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from gnnbench.paths import REPO_ROOT
-from gnnbench.process.atomic import atomic_write_bytes
+from gnnbench.process.atomic import atomic_write_bytes, scratch_directory
 
 RESULTS = "gpu_check.json"
 EXPERIMENT = "gpu_check"
@@ -280,8 +279,7 @@ def check(devices: list[str], budget_s: float, site: str | None, raw_dir: Path, 
 
     budget = Budget(budget_s)
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    with tempfile.TemporaryDirectory(prefix="gnnbench-gpu-check-") as scratch_name:
-        scratch = Path(scratch_name)
+    with scratch_directory("gpu-check") as scratch:
         env = job_environment(site, raw_dir, scratch)
         with open(out / "gpu_check.log", "w") as log:
             outcomes = run_groups(devices, budget, env, scratch, log)

@@ -4,7 +4,6 @@ being the lower replication factor among results within SPRING's own balance pro
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 
 from omegaconf import OmegaConf
@@ -13,6 +12,7 @@ from gnnbench.data.datasets import prepare_dataset
 from gnnbench.partition.spec import PartitionSpec
 from gnnbench.partition.stage.gnn_ready import build_partitions
 from gnnbench.paths import CONF_DIR, REPO_ROOT
+from gnnbench.process.atomic import scratch_directory
 
 GRAPHS = (
     "cora",
@@ -39,7 +39,7 @@ def better(figures: dict) -> str:
 
 def measure(store, p: int, cap: str) -> dict:
     result = PartitionSpec.defaults("spring", volume_cap=cap, beta=1.05).run(store, p, 0)
-    with tempfile.TemporaryDirectory() as scratch:
+    with scratch_directory("gnn-ready") as scratch:
         metrics = build_partitions(store, result.owner, p, Path(scratch))
     return {**metrics, **result.stats}
 

@@ -16,6 +16,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from gnnbench.errors import ConfigError
+from gnnbench.process.atomic import scratch_directory
 from gnnbench.registry import Registry
 from gnnbench.spec_keys import whole_at_least
 
@@ -54,8 +55,8 @@ def generated_code_removed() -> Iterator[None]:
     folder the first time a process builds one, and never delete it (torch_geometric/template.py):
     a file per class per training process, hundreds in /tmp after a day of runs. Layers built in
     this block write into a private folder, removed when it ends (the modules stay imported)."""
-    with tempfile.TemporaryDirectory(prefix="gnnbench-pyg-") as folder:
-        previous, tempfile.tempdir = tempfile.tempdir, folder
+    with scratch_directory("pyg-code") as folder:
+        previous, tempfile.tempdir = tempfile.tempdir, str(folder)
         try:
             yield
         finally:
