@@ -50,7 +50,7 @@ def watched_run(cwd: Path, log_dir: Path, *overrides: str) -> list[dict]:
 def test_partition_only_run_imports_no_torch(tmp_path, gnnbench_home):
     fresh = watched_run(tmp_path, tmp_path / "fresh", *SMALL_GRAPH)
     cached = watched_run(tmp_path, tmp_path / "cached", *SMALL_GRAPH)
-    stage = str(Path("partition", "stage.py"))
+    stage = str(Path("partition", "stage", "runner.py"))
     programs = [record["program"] for record in fresh]
     assert sum(program.endswith(stage) for program in programs) == 1, programs  # the hook saw it
     for record in fresh + cached:
