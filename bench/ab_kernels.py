@@ -51,7 +51,8 @@ def kernels_for(changed_paths: Iterable[str]) -> list[str]:
     """DEFAULT_KERNELS plus those the changed paths select, in a stable order. The in-memory
     baselines (METIS, KaHIP, KaMinPar, PyG's and DistDGL's METIS) are never selected, as the
     speed gates skip them: their time is a pinned library's, and one KaHIP call on the 1 M-edge
-    graph took ~16 s CPU beside a test run, ~19 of a compare's minutes over 12 rounds (`--kernels` still runs them)."""
+    graph took ~16 s CPU beside a test run, ~19 of a compare's minutes over 12 rounds
+    (`--kernels` still runs them)."""
     selected = list(DEFAULT_KERNELS)
     for path in changed_paths:
         if path.startswith(ALGORITHMS_DIR) and path.endswith(".py"):

@@ -14,7 +14,7 @@ import re
 import shutil
 import socket
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -85,10 +85,7 @@ def scratch_directory(purpose: str) -> Iterator[Path]:
 def remove_stale_scratch(root: Path) -> None:
     """Remove the scratch directories killed processes of this host left in `root` (only
     gnnbench's own names: a temporary folder is shared with everything else)."""
-    for path in Path(root).glob(f"{SCRATCH_PREFIX}*.tmp-*"):
-        if is_stale(path):
-            shutil.rmtree(path, ignore_errors=True)
-            log.warning("removed %s, left by a killed process", path)
+    _remove_stale(Path(root).glob(f"{SCRATCH_PREFIX}*.tmp-*"))
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
@@ -135,6 +132,11 @@ def remove_stale_in(*folders: Path) -> int:
         for entry in entries:
             if not entry.name.startswith("."):
                 candidates.extend(_entries(entry))  # e.g. a store's half-built adjacency files
+    return _remove_stale(candidates)
+
+
+def _remove_stale(candidates: Iterable[Path]) -> int:
+    """Remove the stale ones among `candidates` (`is_stale`); returns the bytes freed."""
     freed = 0
     for path in filter(is_stale, candidates):
         try:  # another run starting now may be removing the same leftover
