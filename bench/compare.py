@@ -69,7 +69,11 @@ class Verdict:
     threshold: float = THRESHOLD
     wall_low: float = math.nan
     wall_high: float = math.nan
-    wall_threshold: float = WALL_THRESHOLD
+
+    @property
+    def wall_threshold(self) -> float:
+        """WALL_THRESHOLD, or the CPU threshold where that is larger (a gate's own factor)."""
+        return max(self.threshold, WALL_THRESHOLD)
 
     @property
     def regressed(self) -> bool:
@@ -133,10 +137,7 @@ def verdict(
     WALL_THRESHOLD or `threshold` if that is larger (a gate's own factor)."""
     low, median, high = median_interval(ratios)
     wall = median_interval(wall_ratios) if wall_ratios else (math.nan,) * 3
-    return Verdict(
-        kernel, median, low, high, len(ratios), wall[1], threshold, wall[0], wall[2],
-        max(threshold, WALL_THRESHOLD),
-    )  # fmt: skip
+    return Verdict(kernel, median, low, high, len(ratios), wall[1], threshold, wall[0], wall[2])
 
 
 def table(verdicts: Sequence[Verdict]) -> str:
