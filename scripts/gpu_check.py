@@ -4,6 +4,7 @@ machine's CPU, the CUDA tests, then docs/gpu.md and docs/gpu_check.json.
     python3 scripts/gpu_check.py --wheelhouse wheelhouse --raw-dir RAW     # on the CUDA machine
     python scripts/gpu_check.py --device cpu --out /tmp/rehearsal          # the CPU half, anywhere
     python scripts/gpu_check.py --render docs/gpu_check.json               # the page from its file
+    python3 scripts/gpu_check.py --only synthetic_large --merge docs/gpu_check.json ...  # a rerun
 
 Without a CUDA device the default (`--device cuda`) prints "no CUDA device: not run" and keeps a
 page holding measured figures (gnnbench/track/report/gpu_check.py says what runs).
@@ -45,6 +46,10 @@ def main(argv: list[str]) -> int:
     parser.add_argument(
         "--render", type=Path, help="only rewrite <out>/gpu.md from this results file"
     )
+    parser.add_argument("--only", type=lambda text: text.split(","), metavar="DATASET[,...]",
+                        help="only these datasets' jobs, without the CUDA tests (a rerun)")  # fmt: skip
+    parser.add_argument("--merge", type=Path, metavar="RESULTS",
+                        help="write the results merged onto this earlier results file")  # fmt: skip
     args = parser.parse_args(argv)
     if args.render:
         from gnnbench.track.report.gpu_doc import render
@@ -73,7 +78,7 @@ def main(argv: list[str]) -> int:
         from gnnbench.track.report.gpu_check import check
 
         budget_left = args.budget_s - (time.monotonic() - start)
-        return check(devices, budget_left, site, args.raw_dir, args.out)
+        return check(devices, budget_left, site, args.raw_dir, args.out, args.only, args.merge)
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ budget is kept whatever a job does, and a machine without CUDA keeps a measured 
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
 import time
 from pathlib import Path
@@ -97,3 +98,23 @@ def test_a_check_stopped_by_sigterm_leaves_no_job_running(tmp_path: Path):
     assert check.wait(30) == 143
     with pytest.raises(ProcessLookupError):
         os.kill(job_pid, 0)
+
+
+def test_a_rerun_replaces_only_its_own_jobs_and_is_named_on_the_page():
+    earlier = json.loads((DOCS / "gpu_check.json").read_text())
+    redone = next(o for o in earlier["outcomes"] if o["device"] == "cuda" and "metrics" in o)
+    rerun = {**earlier, "started": "later", "budget_s": 99.0,
+             "outcomes": [{**redone, "metrics": {**redone["metrics"], "epoch_time_s": 123.0}}]}  # fmt: skip
+    results = gpu_check.merged(earlier, rerun)
+    assert len(results["outcomes"]) == len(earlier["outcomes"])
+    mine = [o for o in results["outcomes"] if (o["device"], gpu_doc.job_of(o))
+            == (redone["device"], gpu_doc.job_of(redone))]  # fmt: skip
+    assert [o["metrics"]["epoch_time_s"] for o in mine] == [123.0]
+    assert results["reruns"][-1]["jobs"] == [gpu_doc.job_of(redone)]
+    assert "Rerun later" in gpu_doc.measured_doc(results)
+
+
+def test_only_names_a_dataset_of_the_check():
+    assert {g.dataset for g in gpu_check.groups_of(["cora"])} == {"cora"}
+    with pytest.raises(SystemExit, match="--only nope"):
+        gpu_check.groups_of(["nope"])

@@ -172,18 +172,26 @@ def job_environment(site: str | None, raw_dir: Path, scratch: Path) -> dict:
 
 
 def run_groups(
-    devices: list[str], budget: Budget, env: dict, scratch: Path, log
+    devices: list[str],
+    groups: tuple[CheckGroup, ...],
+    with_tests: bool,
+    budget: Budget,
+    env: dict,
+    scratch: Path,
+    log,
 ) -> list[GroupOutcome]:
     """Each group on every device in turn (CUDA first: a check cut short by its budget still
-    holds GPU/CPU pairs), the CUDA tests after the first CUDA group; each held to its share of
-    what is left."""
+    holds GPU/CPU pairs), the CUDA tests (`with_tests`) after the first CUDA group; each held to
+    its share of what is left."""
     tracking = f"sqlite:///{scratch}/mlflow.db"
-    plan = [(device, group) for group in GROUPS for device in devices]
+    plan = [(device, group) for group in groups for device in devices]
     weights_left = sum(group.weight for _, group in plan)
     outcomes: list[GroupOutcome] = []
     for index, (device, group) in enumerate(plan):
-        tests_pending = "cuda" in devices and not any(
-            o.group.startswith("pytest") for o in outcomes
+        tests_pending = (
+            with_tests
+            and "cuda" in devices
+            and not any(o.group.startswith("pytest") for o in outcomes)
         )
         reserve = TESTS_RESERVE_S if tests_pending else 0.0
         share = budget.share(group.weight, weights_left, len(plan) - index - 1, reserve)
@@ -271,23 +279,60 @@ def cuda_facts() -> dict[str, str]:
     return facts
 
 
-def check(devices: list[str], budget_s: float, site: str | None, raw_dir: Path, out: Path) -> int:
-    """Run the check (the wheelhouse installed in `site`, if any) and write `out`/gpu_check.json,
-    `out`/gpu.md and the jobs' output in `out`/gpu_check.log; exit status 1 when a job or test
-    did not finish."""
+def groups_of(datasets: list[str] | None) -> tuple[CheckGroup, ...]:
+    """The check's groups, or those of `datasets` (a rerun of what an earlier check left unfinished)."""
+    if not datasets:
+        return GROUPS
+    unknown = sorted(set(datasets) - {group.dataset for group in GROUPS})
+    if unknown:
+        raise SystemExit(f"gpu_check: --only {','.join(unknown)}: not a dataset of the check "
+                         f"(one of {', '.join(sorted({g.dataset for g in GROUPS}))})")  # fmt: skip
+    return tuple(group for group in GROUPS if group.dataset in datasets)
+
+
+def merged(earlier: dict, rerun: dict) -> dict:
+    """`earlier`'s results with the rerun's outcomes in place of the same (device, job) ones; the
+    rerun's start and budget are kept under "reruns" (the page names them)."""
+    from gnnbench.track.report.gpu_doc import job_of
+
+    redone = {(o["device"], job_of(o)) for o in rerun["outcomes"]}
+    kept = [o for o in earlier["outcomes"] if (o["device"], job_of(o)) not in redone]
+    rerun_record = {"started": rerun["started"], "budget_s": rerun["budget_s"],
+                    "device": rerun["facts"].get("device", "no GPU"), "host": rerun["host"],
+                    "jobs": sorted({job_of(o) for o in rerun["outcomes"]})}  # fmt: skip
+    return {**earlier, "outcomes": kept + rerun["outcomes"],
+            "reruns": [*earlier.get("reruns", []), rerun_record]}  # fmt: skip
+
+
+def check(
+    devices: list[str],
+    budget_s: float,
+    site: str | None,
+    raw_dir: Path,
+    out: Path,
+    only: list[str] | None = None,
+    earlier: Path | None = None,
+) -> int:
+    """Run the check (the wheelhouse installed in `site`, if any; the groups of the `only`
+    datasets, without the CUDA tests, when given) and write `out`/gpu_check.json (merged onto
+    the `earlier` results file, when given), `out`/gpu.md and the jobs' output in
+    `out`/gpu_check.log; exit status 1 when a job or test did not finish."""
     from gnnbench.track.report.gpu_doc import measured_doc, write_doc
 
     budget = Budget(budget_s)
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    groups = groups_of(only)
     with scratch_directory("gpu-check") as scratch:
         env = job_environment(site, raw_dir, scratch)
         with open(out / "gpu_check.log", "w") as log:
-            outcomes = run_groups(devices, budget, env, scratch, log)
+            outcomes = run_groups(devices, groups, not only, budget, env, scratch, log)
         figures = logged_figures(f"sqlite:///{scratch}/mlflow.db")
     results = {"started": started, "budget_s": budget_s, "devices": devices, "facts": cuda_facts(),
                "host": {"cores": os.cpu_count(), "python": sys.version.split()[0]},
                "groups": [asdict(group) for group in GROUPS],
                "outcomes": job_outcomes(outcomes, figures)}  # fmt: skip
+    if earlier is not None:
+        results = merged(json.loads(earlier.read_text()), results)
     atomic_write_bytes(out / RESULTS, json.dumps(results, indent=1).encode())
     write_doc(out / "gpu.md", measured_doc(results))
     print(

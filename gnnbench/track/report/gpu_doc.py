@@ -107,6 +107,14 @@ def other_lines(results: dict) -> list[str]:
     return lines
 
 
+def rerun_lines(results: dict) -> list[str]:
+    """One line per rerun merged into the results (`--only ... --merge`): when, its budget, its jobs."""
+    return [f"Rerun {rerun['started']} on {rerun['device']} and {rerun['host']['cores']} CPU "
+            f"cores within {rerun['budget_s']:.0f} s (`--only`, merged into the file): "
+            f"{', '.join(rerun['jobs'])}; their rows are the rerun's.\n"
+            for rerun in results.get("reruns", [])]  # fmt: skip
+
+
 def measured_doc(results: dict) -> str:
     commands = sorted({o["command"].replace("train.device=cuda", "train.device=<cuda|cpu>")
                        .replace("train.device=cpu", "train.device=<cuda|cpu>")
@@ -116,7 +124,7 @@ def measured_doc(results: dict) -> str:
         f"`make gpu-check` (scripts/gpu_check.py), {results['started']}, within a budget of "
         f"{results['budget_s']:.0f} s. Regenerate this page from its results file with "
         "`python scripts/gpu_check.py --render docs/gpu_check.json`.", "",
-        *facts_lines(results), "",
+        *rerun_lines(results), *facts_lines(results), "",
         "GraphSAGE 2x256, fanouts 25/10, batches of 512, one worker (num_gpus=1), the hash "
         "partitioner, each mode's defaults (Adam, lr 0.01); NCCL on CUDA, gloo on the CPU. "
         "Epoch time is the wall clock of an epoch (docs/design.md, Metrics); the batch share is "
