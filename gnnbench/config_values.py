@@ -53,6 +53,7 @@ KEYS_ADDED_LATER: dict[str, Any] = {
     "partitioner.feature_rows": "copy",  # books before it copied feature rows into each partition
     "train.cluster_method": "bfs",
     "train.cluster_boundary": True,  # cluster batches held their boundary before the key
+    "train.batch_preparation": "inline",
 }
 
 

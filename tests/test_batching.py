@@ -182,6 +182,61 @@ def test_sampler_processes_train_exactly_as_the_trainer_alone(graph, mode):  # n
     assert all(run.bytes_read_mb > 0 and run.eval_bytes_read_mb >= 0 for run in runs)
 
 
+@pytest.mark.distributed
+def test_a_helper_thread_trains_exactly_as_the_trainer_alone(graph):  # noqa: F811
+    """batch_preparation=thread moves preparation beside the step, not what is trained: the
+    same losses, cost and F1 as inline (the kernels reseed per batch, on whichever thread)."""
+    store, book = graph
+    runs = []
+    for preparation in ("inline", "thread"):
+        spec = spec_from_conf({"mode": "model_avg", **FAST, "batch_preparation": preparation},
+                              SAGE, num_workers=2, sync_interval=1, seed=0)  # fmt: skip
+        runs.append(run_training(store_path=store.path, book_path=book, spec=spec))
+    losses = [[epoch["train_loss"] for epoch in run.history] for run in runs]
+    assert np.allclose(losses[0], losses[1], rtol=1e-5)
+    assert runs[0].computation_cost == runs[1].computation_cost
+    assert runs[0].test_f1_micro == pytest.approx(runs[1].test_f1_micro, abs=1e-9)
+
+
+def _helper_threads() -> list:
+    import threading
+
+    return [t for t in threading.enumerate() if t.name.startswith("gnnbench-batch")]
+
+
+def test_a_pass_left_early_leaves_no_helper_thread_and_errors_reach_the_trainer(monkeypatch):
+    rows = 64
+    part = SimpleNamespace(index=0, features=np.ones((rows, 4), dtype=np.float32),
+                           labels=torch.zeros(rows, dtype=torch.long))  # fmt: skip
+    every_row = SampledBatch(n_id=np.arange(rows), blocks=[])
+    monkeypatch.setattr(BatchMaker, "sample", lambda self, part, plan, epoch: every_row)
+    source = BatchSource("minibatch", 0, sampler_workers=0, timeout_s=60, pin=False, ahead=True)
+    specs = [(0, BatchPlan(key=k, seeds=np.arange(k, k + 4)), 0) for k in range(5)]
+    stream = source.batches(part, specs)
+    assert [int(next(stream).seeds[0]) for _ in range(2)] == [0, 1]
+    stream.close()  # the trainer stops mid-pass (an error in its step, a signal)
+    assert _helper_threads() == []
+    calls = []
+
+    def broken(self, part, plan, epoch):
+        calls.append(plan.key)
+        if plan.key == 2:
+            raise ValueError("sampling broke")
+        return every_row
+
+    monkeypatch.setattr(BatchMaker, "sample", broken)
+    with pytest.raises(ValueError, match="sampling broke"):
+        list(source.batches(part, specs))
+    assert _helper_threads() == [] and calls == [0, 1, 2]
+
+
+def test_thread_preparation_beside_sampler_processes_is_refused():
+    from gnnbench.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="batch_preparation=thread.*sampler_workers=2"):
+        spec_from_conf({"mode": "centralized", "batch_preparation": "thread", "sampler_workers": 2})
+
+
 def test_a_sampler_process_reads_count_for_its_trainer(tmp_path, monkeypatch):
     """Feature rows gathered in a sampler process from a file out of the page cache: the trainer's
     count (BatchSource.read_bytes) holds the sampler's reads, though the trainer read nothing,

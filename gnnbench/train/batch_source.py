@@ -1,10 +1,12 @@
 """Where a trainer's mini-batches come from: its own process, or k sampler processes (Armada).
 
 Preparing a batch means sampling its blocks and gathering its features and labels. With
-`train.sampler_workers=0` the trainer does it between steps; with k > 0, k forked CPU processes
-(torch's DataLoader workers) prepare the batches of the trainer's list ahead of it through a
-bounded queue (k x 2 batches in flight). Either way the trainer times how long it waits for each
-batch (`batch_wait_s`): with k = 0 that is the whole preparation.
+`train.sampler_workers=0` the trainer does it between steps (`train.batch_preparation=inline`) or
+on a helper thread one batch ahead (`thread`: the sampling and gathering kernels release the GIL,
+so the next batch is prepared while this one trains); with k > 0, k forked CPU processes (torch's
+DataLoader workers) prepare the batches of the trainer's list ahead of it through a bounded queue
+(k x 2 batches in flight). Every way trains the same batches, and the trainer times how long it
+waits for each (`batch_wait_s`): inline, that is the whole preparation.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import functools
 import os
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -117,10 +120,19 @@ class BatchSource:
     the trainer's waits (`wait_s`) and keeping the sampler processes' largest resident peak
     (`sampler_peak_mb`; 0 without them) and their storage reads (`read_bytes`)."""
 
-    def __init__(self, strategy: str, seed: int, sampler_workers: int, timeout_s: float, pin: bool):
+    def __init__(
+        self,
+        strategy: str,
+        seed: int,
+        sampler_workers: int,
+        timeout_s: float,
+        pin: bool,
+        ahead: bool = False,
+    ):
         self.strategy = strategy
         self.seed = seed
         self.sampler_workers = sampler_workers
+        self.ahead = ahead  # batch_preparation=thread (sampler_workers=0 only)
         self.timeout_s = timeout_s
         self.pin = pin
         self.wait_s = 0.0
@@ -159,7 +171,8 @@ class BatchSource:
     ) -> Iterator[PreparedBatch]:
         self._serve(part)
         if self._loader is None:
-            stream = (self._maker[spec] for spec in specs)
+            maker = self._maker
+            stream = _prepared_ahead(maker, specs) if self.ahead else (maker[s] for s in specs)
         else:
             self._specs.specs = specs
             stream = iter(self._loader) if specs else iter(())
@@ -195,6 +208,25 @@ class BatchSource:
         self._sampler_reads.clear()  # joined, so counted in this process's own reads now
         self._loader = None
         self._maker = None
+
+
+def _prepared_ahead(maker: BatchMaker, specs: list) -> Iterator[PreparedBatch]:
+    """`maker`'s batches for `specs` in order, each prepared on a helper thread while the
+    trainer trains the one before it. One thread and one batch ahead: the maker's samplers
+    keep one scratch array each, so no two batches are prepared at once. Leaving the pass early
+    waits for the batch in preparation: no thread outlives the pass."""
+    with ThreadPoolExecutor(1, thread_name_prefix="gnnbench-batch") as helper:
+        pending = helper.submit(maker.__getitem__, specs[0]) if specs else None
+        for following in [*specs[1:], None]:
+            batch = pending.result()
+            pending = helper.submit(maker.__getitem__, following) if following else None
+            yield batch
+
+
+def compute_threads(cores: int, batch_preparation: str) -> int:
+    """The torch threads of a CPU rank given `cores`: all of them, less the one the helper
+    thread prepares batches on (batch_preparation=thread), never fewer than one."""
+    return max(1, cores - (batch_preparation == "thread"))
 
 
 def _keep(batch: PreparedBatch) -> PreparedBatch:

@@ -39,7 +39,7 @@ class BatchPlan:
     region: np.ndarray | None = None
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _bfs_order(indptr, indices, roots):
     """Every node once, in BFS order: a traversal from each root in turn that is still unvisited
     (roots is a permutation of all nodes, so disconnected pieces are covered too)."""
@@ -120,7 +120,7 @@ def cluster_plans(
     return plans
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _induced(indptr, indices, region, position):
     """CSR of the subgraph `region` induces, in region-local ids; `position` all -1 on entry/exit."""
     for i in range(region.shape[0]):

@@ -30,6 +30,7 @@ from gnnbench.errors import ConfigError
 from gnnbench.process import lifecycle
 from gnnbench.process.atomic import scratch_directory
 from gnnbench.process.memory_limit import killed_by_signal
+from gnnbench.train.batch_source import compute_threads
 from gnnbench.train.spec import Job, TrainSpec
 from gnnbench.train.worker import Worker
 
@@ -110,8 +111,16 @@ def check_cuda_workers(spec: TrainSpec, num_workers: int) -> None:
 
 
 def run_single(job: Job) -> dict:
-    """The centralized reference: one process, no process group."""
-    return Worker(job, 0, 1, resolve_device(job.spec, 0)).run()
+    """The centralized reference: one process, no process group (on the CPU, with the torch
+    threads batch_preparation leaves it, given back afterwards: the process runs on)."""
+    device = resolve_device(job.spec, 0)
+    before = torch.get_num_threads()
+    if device.type == "cpu":
+        torch.set_num_threads(compute_threads(before, job.spec.batch_preparation))
+    try:
+        return Worker(job, 0, 1, device).run()
+    finally:
+        torch.set_num_threads(before)
 
 
 def run_torchrun(job: Job) -> dict:
@@ -206,7 +215,9 @@ def _spawned_worker(
             _log_like_parent(log_level)
         device = resolve_device(job.spec, rank)
         if device.type == "cpu":  # the ranks share the cores instead of oversubscribing them
-            torch.set_num_threads(max(1, _cores() // world_size))
+            torch.set_num_threads(
+                compute_threads(_cores() // world_size, job.spec.batch_preparation)
+            )
         _init_group(
             job.spec,
             device,

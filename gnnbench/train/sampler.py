@@ -38,7 +38,7 @@ class SampledBatch:
     blocks: list[Block]  # blocks[0] is the input layer (outermost hop), blocks[-1] ends at seeds
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _grow(array, size):
     """A copy of `array` with room for at least `size` entries (doubling, amortised O(1))."""
     grown = np.empty(max(size, 2 * array.shape[0]), dtype=array.dtype)
@@ -46,7 +46,7 @@ def _grow(array, size):
     return grown
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _choose_without_replacement(degree, fanout, chosen):
     """Floyd's algorithm: `fanout` distinct offsets in [0, degree), uniformly, in O(fanout^2)."""
     count = 0
@@ -60,7 +60,7 @@ def _choose_without_replacement(degree, fanout, chosen):
         count += 1
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _sample_hops(indptr, indices, seeds, fanouts, rng_seed, position):
     """Sample every hop; returns n_id, edge sources, edge targets, per-hop edge offsets and
     node counts (node_counts[h] = targets of hop h). `position` is all -1 on entry and exit."""
@@ -126,7 +126,7 @@ def _sample_hops(indptr, indices, seeds, fanouts, rng_seed, position):
     )
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _with_neighbours(indptr, indices, nodes):
     """`nodes` (unique), then each neighbour not yet listed, in the order `sample` gives n_id;
     O(nodes + their edges) time and O(graph nodes) memory, no edge arrays."""

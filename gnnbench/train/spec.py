@@ -19,6 +19,8 @@ from gnnbench.spec_keys import check_keys, whole_at_least, whole_axis
 STRATEGIES = ("minibatch", "full", "cluster")  # train.strategy (gnnbench/train/batching.py)
 BATCHINGS = ("random", "cohesive")  # train.batching, for strategy=minibatch
 CLUSTER_METHODS = ("bfs", "metis", "louvain")  # train.cluster_method, for strategy=cluster
+# train.batch_preparation, with sampler_workers=0 (gnnbench/train/batch_source.py)
+BATCH_PREPARATIONS = ("inline", "thread")
 # p=auto's memory budget: only the partitioned modes' YAML carries it (centralized has no p).
 OPTIONAL_TRAIN_KEYS = ("worker_mem_gb", "compute_mem_fraction")
 # model_avg's alone: what happens to each partition's Adam moments at a sync
@@ -119,6 +121,7 @@ class TrainSpec:
     cluster_method: str  # bfs | metis | louvain (GraphTheta's community detection)
     cluster_boundary: bool  # a cluster batch also holds its clusters' 1-hop neighbours
     sampler_workers: int  # Armada: CPU processes preparing each trainer's batches (0: itself)
+    batch_preparation: str  # sampler_workers=0: inline (between steps) | thread (one ahead)
     lr: float
     weight_decay: float
     eval_every: int
@@ -196,7 +199,15 @@ def _train_values(train: Mapping[str, Any]) -> dict[str, Any]:
         batching=_choice("batching", train["batching"], BATCHINGS),
         cluster_method=_choice("cluster_method", train["cluster_method"], CLUSTER_METHODS),
         cluster_boundary=_boolean("cluster_boundary", train["cluster_boundary"]),
+        batch_preparation=_choice(
+            "batch_preparation", train["batch_preparation"], BATCH_PREPARATIONS
+        ),
     )
+    if values["batch_preparation"] == "thread" and values["sampler_workers"] > 0:
+        raise ConfigError(
+            f"train.batch_preparation=thread: the trainer's own preparation, but "
+            f"train.sampler_workers={values['sampler_workers']} processes prepare its batches"
+        )
     values.update({key: train.get(key) for key in OPTIONAL_TRAIN_KEYS})  # auto_num_parts checks
     if values["optimizer_state"] is not None:
         if values["mode"] != "model_avg":  # one Adam state per partition exists there only

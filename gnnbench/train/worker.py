@@ -48,6 +48,7 @@ class Worker:
             spec.sampler_workers,
             spec.timeout_s,
             pin=device.type == "cuda",
+            ahead=spec.batch_preparation == "thread",
         )
         self.partitions = ResidentPartitions(
             job, rank, world_size, model.uses_graph, before_release=self.source.close
