@@ -1,5 +1,5 @@
 """The GraphSAGE settings the framework comparison shares (kept in
-gnnbench/track/report/framework_parity.py), and the call of the DGL driver.
+gnnbench/experiments/framework_parity.py), and the call of the DGL driver.
 
 bench/test_framework_epoch.py (speed) and scripts/framework_parity.py (accuracy) train the same
 pipeline in gnnbench, PyG and DGL; DGL runs in its own environment (its own torch) through
@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from gnnbench.track.report.framework_parity import BATCH_SIZE, DROPOUT, FANOUTS, HIDDEN, LR
+from gnnbench.experiments.framework_parity import BATCH_SIZE, DROPOUT, FANOUTS, HIDDEN, LR
 
 DGL_DRIVER = Path(__file__).resolve().parent / "framework_epoch_dgl.py"
 

@@ -14,8 +14,8 @@ with node features (docs/design.md, "Metrics").
 
 from __future__ import annotations
 
-from gnnbench.track.report import baseline_memory
-from gnnbench.track.report.experiment_docs import sweep, table_arguments
+from gnnbench.experiments import baseline_memory
+from gnnbench.experiments.experiment_docs import sweep, table_arguments
 
 
 def main() -> None:

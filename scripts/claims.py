@@ -10,7 +10,7 @@ experiment `claim_<n>`); --run runs them as `python -m gnnbench -m experiment=<c
 skips the jobs the store already holds). The table reads every FINISHED job of `claim_<n>` (the
 newest run per job, exported to docs/claims/runs/claim_<n>.csv, which is committed) and judges it
 against the paper's figure with the thresholds stated beside each claim (one module per claim in
-gnnbench/track/claims/papers/): holds, holds partly, refuted, or not testable here; a claim
+gnnbench/experiments/claims/papers/): holds, holds partly, refuted, or not testable here; a claim
 without runs is `open`.
 """
 
@@ -22,8 +22,15 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from gnnbench.errors import GnnbenchError
+from gnnbench.experiments.claims import (
+    DOC,
+    export_runs,
+    read_runs,
+    run_claims,
+    selected,
+    write_claims,
+)
 from gnnbench.paths import REPO_ROOT
-from gnnbench.track.claims import DOC, export_runs, read_runs, run_claims, selected, write_claims
 
 
 def arguments(argv: Sequence[str] | None) -> argparse.Namespace:

@@ -10,8 +10,8 @@ cutting it by 46-56%.
 
 from __future__ import annotations
 
-from gnnbench.track.report import computation_cost
-from gnnbench.track.report.experiment_docs import sweep, table_arguments
+from gnnbench.experiments import computation_cost
+from gnnbench.experiments.experiment_docs import sweep, table_arguments
 
 
 def main() -> None:

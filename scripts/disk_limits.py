@@ -14,9 +14,9 @@ import sys
 from pathlib import Path
 
 from gnnbench.errors import GnnbenchError
+from gnnbench.experiments import disk_limits
 from gnnbench.paths import gnnbench_home
 from gnnbench.process.disk_rates import measure
-from gnnbench.track.report import disk_limits
 
 
 def main() -> int:

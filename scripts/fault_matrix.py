@@ -14,7 +14,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from gnnbench.track.report.fault_matrix import DOC, write_matrix
+from gnnbench.experiments.fault_matrix import DOC, write_matrix
 
 
 def main(argv: list[str] | None = None) -> int:

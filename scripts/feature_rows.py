@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import argparse
 
-from gnnbench.track.report.feature_rows import compare
+from gnnbench.experiments.feature_rows import compare
 
 
 def main() -> None:

@@ -22,8 +22,8 @@ from pathlib import Path
 import torch
 
 from gnnbench.errors import ConfigError
+from gnnbench.experiments import framework_parity as parity
 from gnnbench.paths import REPO_ROOT
-from gnnbench.track.report import framework_parity as parity
 
 sys.path.insert(0, str(REPO_ROOT))  # bench/ runs DGL in its own environment
 from bench.dgl_driver import run_dgl_driver  # noqa: E402

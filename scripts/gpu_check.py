@@ -7,7 +7,7 @@ machine's CPU, the CUDA tests, then docs/gpu.md and docs/gpu_check.json.
     python3 scripts/gpu_check.py --only synthetic_large --merge docs/gpu_check.json ...  # a rerun
 
 Without a CUDA device the default (`--device cuda`) prints "no CUDA device: not run" and keeps a
-page holding measured figures (gnnbench/track/report/gpu_check.py says what runs).
+page holding measured figures (gnnbench/experiments/gpu_check.py says what runs).
 """
 
 from __future__ import annotations
@@ -52,14 +52,14 @@ def main(argv: list[str]) -> int:
                         help="write the results merged onto this earlier results file")  # fmt: skip
     args = parser.parse_args(argv)
     if args.render:
-        from gnnbench.track.report.gpu_doc import render
+        from gnnbench.experiments.gpu_doc import render
 
         render(args.render, args.out / "gpu.md")
         return 0
     if args.device == "cpu" and args.out.resolve() == DOCS:
         parser.error("--device cpu rehearses the check: give --out a folder outside docs/")
     if args.device == "cuda" and not has_cuda():
-        from gnnbench.track.report.gpu_doc import MEASURED, not_run_doc, write_doc
+        from gnnbench.experiments.gpu_doc import MEASURED, not_run_doc, write_doc
 
         print("no CUDA device: not run")
         page = args.out / "gpu.md"
@@ -75,7 +75,7 @@ def main(argv: list[str]) -> int:
         if args.wheelhouse:  # before anything imports a dependency it brings
             site = str(install(args.wheelhouse, Path(scratch) / "site"))
             sys.path.insert(0, site)
-        from gnnbench.track.report.gpu_check import check
+        from gnnbench.experiments.gpu_check import check
 
         budget_left = args.budget_s - (time.monotonic() - start)
         return check(devices, budget_left, site, args.raw_dir, args.out, args.only, args.merge)

@@ -3,14 +3,14 @@
     python scripts/partition_quality_kway.py                # run the missing rows, then the section
     python scripts/partition_quality_kway.py --table-only   # the section from the committed CSV
 
-What runs and how it is measured: gnnbench/track/report/kway_quality.py.
+What runs and how it is measured: gnnbench/experiments/kway_quality.py.
 """
 
 from __future__ import annotations
 
 import argparse
 
-from gnnbench.track.report import kway_quality
+from gnnbench.experiments import kway_quality
 
 
 def main(argv: list[str] | None = None) -> None:

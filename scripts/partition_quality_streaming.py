@@ -17,10 +17,10 @@ import sys
 
 import pandas as pd
 
+from gnnbench.experiments import streaming_side_studies as side
+from gnnbench.experiments.streaming_configs import default_labels
+from gnnbench.experiments.streaming_quality import CSV, run_missing
 from gnnbench.paths import REPO_ROOT
-from gnnbench.track.report import streaming_side_studies as side
-from gnnbench.track.report.streaming_configs import default_labels
-from gnnbench.track.report.streaming_quality import CSV, run_missing
 
 
 def main(argv: list[str] | None = None) -> int:

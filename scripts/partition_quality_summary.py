@@ -5,7 +5,7 @@ python scripts/partition_quality_summary.py     # after python -m gnnbench repor
 
 from __future__ import annotations
 
-from gnnbench.track.report.partition_quality_summary import write_summary
+from gnnbench.experiments.partition_quality_summary import write_summary
 
 if __name__ == "__main__":
     write_summary()

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import argparse
 
+from gnnbench.experiments import rgg_scale
+from gnnbench.experiments.experiment_docs import sweep
 from gnnbench.paths import REPO_ROOT
-from gnnbench.track.report import rgg_scale
-from gnnbench.track.report.experiment_docs import sweep
 
 
 def main() -> None:

@@ -25,12 +25,12 @@ import argparse
 import os
 from pathlib import Path
 
+from gnnbench.experiments import scale_doc as doc
+from gnnbench.experiments import scale_partition as scale
+from gnnbench.experiments.scale_doc import DOCS, MACHINE, TRAINING_CSV
+from gnnbench.experiments.scale_partition import BILLION, SIZES
 from gnnbench.partition.base import streaming_partitioners
 from gnnbench.paths import REPO_ROOT
-from gnnbench.track.report import scale_doc as doc
-from gnnbench.track.report import scale_partition as scale
-from gnnbench.track.report.scale_doc import DOCS, MACHINE, TRAINING_CSV
-from gnnbench.track.report.scale_partition import BILLION, SIZES
 
 
 def parse_not_run(values: list[str]) -> dict[int, str]:

@@ -13,7 +13,7 @@ import sys
 
 import numpy as np
 
-from gnnbench.track.report.spring_volume_cap import write_doc
+from gnnbench.experiments.spring_volume_cap import write_doc
 
 if __name__ == "__main__":
     np.seterr(all="ignore")

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import argparse
 
+from gnnbench.experiments import training_baselines
+from gnnbench.experiments.experiment_docs import sweep
 from gnnbench.paths import REPO_ROOT
-from gnnbench.track.report import training_baselines
-from gnnbench.track.report.experiment_docs import sweep
 
 
 def main() -> None:

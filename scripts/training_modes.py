@@ -12,8 +12,8 @@ every 1, 2, 5, 10, 20 epochs: F1 and total synchronisation time.
 
 from __future__ import annotations
 
-from gnnbench.track.report import training_modes
-from gnnbench.track.report.experiment_docs import sweep, table_arguments
+from gnnbench.experiments import training_modes
+from gnnbench.experiments.experiment_docs import sweep, table_arguments
 
 
 def main() -> None:

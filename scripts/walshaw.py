@@ -19,7 +19,7 @@ import sys
 
 import pandas as pd
 
-from gnnbench.track.report.walshaw import CONFIGS, CSV, DOC, document, measure
+from gnnbench.experiments.walshaw import CONFIGS, CSV, DOC, document, measure
 
 
 def main(argv: list[str] | None = None) -> int:

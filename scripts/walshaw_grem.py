@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 
-from gnnbench.track.report.walshaw import write_grem_doc
+from gnnbench.experiments.walshaw import write_grem_doc
 
 if __name__ == "__main__":
     sys.exit(write_grem_doc())

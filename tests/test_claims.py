@@ -1,4 +1,4 @@
-"""The claims table (gnnbench.track.claims): every claim config composes, and the verdicts follow
+"""The claims table (gnnbench.experiments.claims): every claim config composes, and the verdicts follow
 from made-up metric values in a small MLflow store (nothing real is claimed from these)."""
 
 from __future__ import annotations
@@ -14,18 +14,18 @@ from hydra import compose, initialize_config_dir
 
 from gnnbench.composition import sweep_grid
 from gnnbench.errors import ConfigError
+from gnnbench.experiments import claims
+from gnnbench.experiments.claims.papers import batch_strategy as claim_9
+from gnnbench.experiments.claims.papers import cohesive_batches as claim_8
+from gnnbench.experiments.claims.papers import distdgl_memory as claim_3
+from gnnbench.experiments.claims.papers import grem_metis as claim_7
+from gnnbench.experiments.claims.papers import model_avg_accuracy as claim_4
+from gnnbench.experiments.claims.papers import sampler_workers as claim_10
+from gnnbench.experiments.claims.papers import spring_merge as claim_2
+from gnnbench.experiments.claims.papers import spring_rf as claim_1
+from gnnbench.experiments.claims.papers import sync_speed as claim_6
+from gnnbench.experiments.claims.papers import training_systems as claim_11
 from gnnbench.paths import CONF_DIR
-from gnnbench.track import claims
-from gnnbench.track.claims.papers import batch_strategy as claim_9
-from gnnbench.track.claims.papers import cohesive_batches as claim_8
-from gnnbench.track.claims.papers import distdgl_memory as claim_3
-from gnnbench.track.claims.papers import grem_metis as claim_7
-from gnnbench.track.claims.papers import model_avg_accuracy as claim_4
-from gnnbench.track.claims.papers import sampler_workers as claim_10
-from gnnbench.track.claims.papers import spring_merge as claim_2
-from gnnbench.track.claims.papers import spring_rf as claim_1
-from gnnbench.track.claims.papers import sync_speed as claim_6
-from gnnbench.track.claims.papers import training_systems as claim_11
 
 CLAIM_CONFIGS = sorted(path.stem for path in (CONF_DIR / "experiment").glob("claim_*.yaml"))
 T0 = 1_700_000_000_000

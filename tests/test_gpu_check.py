@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from gnnbench.experiments import gpu_check, gpu_doc
 from gnnbench.paths import REPO_ROOT
-from gnnbench.track.report import gpu_check, gpu_doc
 
 DOCS = REPO_ROOT / "docs"
 
@@ -85,7 +85,7 @@ def test_a_check_stopped_by_sigterm_leaves_no_job_running(tmp_path: Path):
     job = f"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(120)"
     driver = (
         "import signal, sys\n"
-        "from gnnbench.track.report.gpu_check import run_job\n"
+        "from gnnbench.experiments.gpu_check import run_job\n"
         "signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))\n"
         f"run_job([sys.executable, '-c', {job!r}], 100.0, None, {str(tmp_path)!r}, open(sys.argv[1], 'w'))\n"
     )  # fmt: skip

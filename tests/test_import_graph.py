@@ -10,6 +10,7 @@ annotation couples modules as a call does). Layers, lowest first:
 - the stages in their order: data < partition < train;
 - the job: its spec (spec.py, tracking_spec.py) and identity (run keys, sweep ids);
 - tracking (track/): logs a job it is given and reads runs back;
+- experiments (experiments/): the drivers and doc generators behind scripts/, and the claims;
 - the entry points: run.py, cli.py, startup.py, __main__.py.
 
 Run as a script to print the circles and upward imports of the working tree.
@@ -34,7 +35,8 @@ LAYERS = {
     "train": 3,
     **dict.fromkeys(("spec", "tracking_spec", "identity"), 4),
     "track": 5,
-    **dict.fromkeys(("run", "cli", "startup", "__main__"), 6),
+    "experiments": 6,
+    **dict.fromkeys(("run", "cli", "startup", "__main__"), 7),
 }  # fmt: skip
 PROCESS_MAY_USE = ("gnnbench.errors", "gnnbench.paths", "gnnbench.process")
 

@@ -1,4 +1,4 @@
-"""The every-partitioner quality section (gnnbench/track/report/kway_quality.py) from made-up rows:
+"""The every-partitioner quality section (gnnbench/experiments/kway_quality.py) from made-up rows:
 ratios per cell, the targets' verdicts, and where the section goes in the doc."""
 
 from __future__ import annotations
@@ -6,9 +6,9 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+from gnnbench.experiments import kway_quality
 from gnnbench.partition.base import streaming_partitioners
 from gnnbench.partition.spec import PartitionSpec
-from gnnbench.track.report import kway_quality
 
 # (config, cut, RF, balance, time, peak) in every cell; METIS and KaMinPar strong differ per cell
 CELLS = [("g1", 4), ("g1", 8), ("g2", 4), ("g2", 8)]

@@ -1,5 +1,5 @@
 """The figures the partition quality docs report: best balanced configuration per cell, one
-configuration across cells, the Walshaw table (gnnbench/track/report/streaming_quality.py,
+configuration across cells, the Walshaw table (gnnbench/experiments/streaming_quality.py,
 walshaw.py)."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from gnnbench.track.report import streaming_quality as quality
-from gnnbench.track.report import walshaw
+from gnnbench.experiments import streaming_quality as quality
+from gnnbench.experiments import walshaw
 
 
 def _runs() -> pd.DataFrame:

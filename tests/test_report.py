@@ -340,7 +340,7 @@ def test_scale_training_control_is_the_rows_own_partitions_first():
     size's first control; two controls at one size once broke the table (a Series, not a value)."""
     import pandas as pd
 
-    from gnnbench.track.report.scale_training import control_f1
+    from gnnbench.experiments.scale_training import control_f1
 
     frame = pd.DataFrame(
         {"nodes": [10, 10, 10, 20, 20], "partitioner": ["spring", "ldg", "ldg", "spring", "ldg"],

@@ -1,4 +1,4 @@
-"""docs/rgg_scale.md's report (gnnbench/track/report/rgg_scale.py) on a real, small
+"""docs/rgg_scale.md's report (gnnbench/experiments/rgg_scale.py) on a real, small
 experiment=rgg_scale sweep: every configuration labelled, the in-memory baselines compared, the
 target's verdict stated, a failed job shown with its error."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from gnnbench.track.report import rgg_scale
+from gnnbench.experiments import rgg_scale
 from tests.cli import gnnbench
 
 

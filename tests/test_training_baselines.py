@@ -183,7 +183,7 @@ def test_baselines_doc_splits_the_epoch_and_compares_systems(tmp_path, monkeypat
 
     import pandas as pd
 
-    from gnnbench.track.report import training_baselines as doc
+    from gnnbench.experiments import training_baselines as doc
 
     def row(train, partitioner, seed, epoch, f1):
         return {"dataset": "cora", "partitioner": partitioner, "train": train, "seed": seed,

@@ -1,8 +1,9 @@
 """Reports from MLflow runs: a sweep's metrics grouped by its swept axes, as Markdown, CSV and plots.
 
 query (reading a store: the public API scripts and the notebook use), tables (Markdown and CSV),
-plots (the figures), cli (`python -m gnnbench report`, the one report entry point); and the
-modules behind scripts/, one per generated doc. The names below are re-exported for callers that import the package.
+plots (the figures), cli (`python -m gnnbench report`, the one report entry point). The modules
+behind scripts/, one per generated doc, are gnnbench/experiments/. The names below are
+re-exported for callers that import the package.
 """
 
 from gnnbench.track.report.cli import main, report_sweep

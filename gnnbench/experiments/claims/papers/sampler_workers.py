@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from gnnbench.track.claims.claim import CPU, Claim, Verdict, register
-from gnnbench.track.claims.figures import line_figure
-from gnnbench.track.claims.tables import has_columns, mean_std_table, seed_means, share, span
+from gnnbench.experiments.claims.claim import CPU, Claim, Verdict, register
+from gnnbench.experiments.claims.figures import line_figure
+from gnnbench.experiments.claims.tables import has_columns, mean_std_table, seed_means, share, span
 
 
 def judge_samplers(frame: pd.DataFrame) -> Verdict | None:

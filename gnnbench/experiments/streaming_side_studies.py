@@ -13,18 +13,18 @@ import pandas as pd
 from gnnbench.data.datasets import prepare_dataset
 from gnnbench.data.store import GraphStore
 from gnnbench.errors import GnnbenchError, one_line
-from gnnbench.partition.algorithms.grem import grem
-from gnnbench.partition.refine import refine
-from gnnbench.partition.stage.runner import run_partition_stage
-from gnnbench.paths import REPO_ROOT, raw_dir
-from gnnbench.track.report.streaming_configs import (
+from gnnbench.experiments.streaming_configs import (
     CONFIGS,
     PUBLISHED,
     partitioner_spec,
     peak_labels,
 )
-from gnnbench.track.report.streaming_quality import COLUMNS, section, write_section
-from gnnbench.track.report.walshaw import best_known_cut
+from gnnbench.experiments.streaming_quality import COLUMNS, section, write_section
+from gnnbench.experiments.walshaw import best_known_cut
+from gnnbench.partition.algorithms.grem import grem
+from gnnbench.partition.refine import refine
+from gnnbench.partition.stage.runner import run_partition_stage
+from gnnbench.paths import REPO_ROOT, raw_dir
 
 WALSHAW_CSV = REPO_ROOT / "docs" / "partition_quality_walshaw_refine.csv"
 WALSHAW_REFINE = (3, 10)  # refine_passes after GREM on the Walshaw graphs

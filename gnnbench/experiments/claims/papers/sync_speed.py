@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from gnnbench.track.claims.claim import CPU, Claim, Half, Verdict, register, two_halves
-from gnnbench.track.claims.tables import has_columns, mean_std_table, seed_means, span
+from gnnbench.experiments.claims.claim import CPU, Claim, Half, Verdict, register, two_halves
+from gnnbench.experiments.claims.tables import has_columns, mean_std_table, seed_means, span
 
 TIME_TOLERANCE = 1.10  # "as fast": within 10% of the other's epoch time
 

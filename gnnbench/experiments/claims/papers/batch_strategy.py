@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from gnnbench.track.claims.claim import (
+from gnnbench.experiments.claims.claim import (
     CPU,
     F1_TOLERANCE,
     Claim,
@@ -15,8 +15,8 @@ from gnnbench.track.claims.claim import (
     share_half,
     two_halves,
 )
-from gnnbench.track.claims.figures import case_bars
-from gnnbench.track.claims.tables import (
+from gnnbench.experiments.claims.figures import case_bars
+from gnnbench.experiments.claims.tables import (
     added_key_values,
     frame_markdown,
     has_columns,

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from gnnbench.track.claims.claim import CPU, F1_TOLERANCE, Claim, Study, Verdict, register
-from gnnbench.track.claims.figures import line_figure
-from gnnbench.track.claims.tables import (
+from gnnbench.experiments.claims.claim import CPU, F1_TOLERANCE, Claim, Study, Verdict, register
+from gnnbench.experiments.claims.figures import line_figure
+from gnnbench.experiments.claims.tables import (
     added_key_values,
     has_columns,
     mean_std,

@@ -18,11 +18,11 @@ from gnnbench.composition import sweep_grid
 from gnnbench.data.datasets import prepare_dataset
 from gnnbench.data.store import read_json
 from gnnbench.errors import GnnbenchError, one_line
+from gnnbench.experiments import scale_training
 from gnnbench.partition.spec import PartitionSpec
 from gnnbench.partition.stage.book import FORMAT_VERSION as BOOK_FORMAT
 from gnnbench.partition.stage.runner import run_partition_stage
 from gnnbench.paths import CONF_DIR
-from gnnbench.track.report import scale_training
 
 SIZES = (20_000_000, 100_000_000)
 BILLION = 1_000_000_000

@@ -6,9 +6,9 @@ std tables), figures, runs (the claims' sweeps, reading a store, the committed C
 command line. The names below are re-exported for callers that import the package.
 """
 
-from gnnbench.track.claims.claim import Claim, Study, Verdict, all_claims, register, selected
-from gnnbench.track.claims.doc import DOC, write_claims
-from gnnbench.track.claims.runs import RUNS, claim_frame, export_runs, read_runs, run_claims
+from gnnbench.experiments.claims.claim import Claim, Study, Verdict, all_claims, register, selected
+from gnnbench.experiments.claims.doc import DOC, write_claims
+from gnnbench.experiments.claims.runs import RUNS, claim_frame, export_runs, read_runs, run_claims
 
 __all__ = [
     "DOC",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from gnnbench.track.claims.claim import (
+from gnnbench.experiments.claims.claim import (
     SMALL,
     Claim,
     Half,
@@ -14,8 +14,8 @@ from gnnbench.track.claims.claim import (
     share_half,
     two_halves,
 )
-from gnnbench.track.claims.figures import case_bars
-from gnnbench.track.claims.tables import (
+from gnnbench.experiments.claims.figures import case_bars
+from gnnbench.experiments.claims.tables import (
     added_key_values,
     has_columns,
     mean_std_table,

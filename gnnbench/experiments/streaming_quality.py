@@ -9,9 +9,9 @@ import pandas as pd
 import yaml
 
 from gnnbench.data.datasets import prepare_dataset
+from gnnbench.experiments.streaming_configs import CONFIGS, partitioner_spec
 from gnnbench.partition.stage.runner import run_partition_stage
 from gnnbench.paths import CONF_DIR, REPO_ROOT
-from gnnbench.track.report.streaming_configs import CONFIGS, partitioner_spec
 
 DOC = REPO_ROOT / "docs" / "partition_quality.md"
 CSV = REPO_ROOT / "docs" / "partition_quality_streaming.csv"

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from gnnbench.experiments.experiment_docs import write_table_doc
 from gnnbench.paths import REPO_ROOT
-from gnnbench.track.report.experiment_docs import write_table_doc
 from gnnbench.track.report.tables import collect
 
 DOC = REPO_ROOT / "docs" / "training_modes.md"

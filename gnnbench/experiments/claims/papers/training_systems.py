@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from gnnbench.track.claims.claim import CPU, Claim, Verdict, register, share_half, two_halves
-from gnnbench.track.claims.tables import frame_markdown, span
-from gnnbench.track.report import training_baselines
+from gnnbench.experiments import training_baselines
+from gnnbench.experiments.claims.claim import CPU, Claim, Verdict, register, share_half, two_halves
+from gnnbench.experiments.claims.tables import frame_markdown, span
 
 SPEED_LIMIT = 1.0  # "no per-epoch speed lost": gnnbench's best epoch at most each baseline's
 F1_GAP = 0.01  # Fig. 10, "the same value": SDT-GNN's design within 0.01 micro-F1 of the best

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from gnnbench.track.claims.claim import SMALL, Claim, Verdict, register
-from gnnbench.track.claims.tables import frame_markdown, has_columns, seed_means, span
+from gnnbench.experiments.claims.claim import SMALL, Claim, Verdict, register
+from gnnbench.experiments.claims.tables import frame_markdown, has_columns, seed_means, span
 from gnnbench.track.report.query import one_meter_peaks
 
 STRUCTURE_PEAK = "partition_peak_mb"  # the structure-only work every partitioner does

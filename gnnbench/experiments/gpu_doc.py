@@ -1,4 +1,4 @@
-"""docs/gpu.md from a GPU check's results file (gnnbench/track/report/gpu_check.py writes both;
+"""docs/gpu.md from a GPU check's results file (gnnbench/experiments/gpu_check.py writes both;
 `scripts/gpu_check.py --render docs/gpu_check.json` rewrites the page from the committed file)."""
 
 from __future__ import annotations

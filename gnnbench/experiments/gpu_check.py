@@ -293,7 +293,7 @@ def groups_of(datasets: list[str] | None) -> tuple[CheckGroup, ...]:
 def merged(earlier: dict, rerun: dict) -> dict:
     """`earlier`'s results with the rerun's outcomes in place of the same (device, job) ones; the
     rerun's start and budget are kept under "reruns" (the page names them)."""
-    from gnnbench.track.report.gpu_doc import job_of
+    from gnnbench.experiments.gpu_doc import job_of
 
     redone = {(o["device"], job_of(o)) for o in rerun["outcomes"]}
     kept = [o for o in earlier["outcomes"] if (o["device"], job_of(o)) not in redone]
@@ -317,7 +317,7 @@ def check(
     datasets, without the CUDA tests, when given) and write `out`/gpu_check.json (merged onto
     the `earlier` results file, when given), `out`/gpu.md and the jobs' output in
     `out`/gpu_check.log; exit status 1 when a job or test did not finish."""
-    from gnnbench.track.report.gpu_doc import measured_doc, write_doc
+    from gnnbench.experiments.gpu_doc import measured_doc, write_doc
 
     budget = Budget(budget_s)
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from gnnbench.track.claims.claim import (
+from gnnbench.experiments.claims.claim import (
     CPU,
     F1_TOLERANCE,
     Claim,
@@ -14,7 +14,7 @@ from gnnbench.track.claims.claim import (
     share_half,
     two_halves,
 )
-from gnnbench.track.claims.tables import has_columns, mean_std_table, seed_means, span
+from gnnbench.experiments.claims.tables import has_columns, mean_std_table, seed_means, span
 
 
 def judge_hops(frame: pd.DataFrame) -> Verdict | None:

@@ -10,8 +10,8 @@ from functools import cache
 import pandas as pd
 
 from gnnbench.config_values import as_text
+from gnnbench.experiments.experiment_docs import write_table_doc
 from gnnbench.paths import CONF_DIR, REPO_ROOT
-from gnnbench.track.report.experiment_docs import write_table_doc
 from gnnbench.track.report.query import experiment_runs, newest_per_job
 from gnnbench.track.tags import JOB, ROLE_TAG
 

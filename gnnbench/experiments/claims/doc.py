@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pandas as pd
 
+from gnnbench.experiments.claims.claim import Claim, Verdict, all_claims
+from gnnbench.experiments.claims.figures import save_figure
+from gnnbench.experiments.claims.runs import claim_frame, job_count_line
 from gnnbench.paths import REPO_ROOT
 from gnnbench.process.atomic import atomic_write_bytes
-from gnnbench.track.claims.claim import Claim, Verdict, all_claims
-from gnnbench.track.claims.figures import save_figure
-from gnnbench.track.claims.runs import claim_frame, job_count_line
 
 DOC = REPO_ROOT / "docs" / "claims.md"
 PREAMBLE = [
@@ -26,7 +26,7 @@ PREAMBLE = [
     "**holds** (our figure meets",
     "the paper's), **holds partly** (some cases, or only the part gnnbench can test),",
     "**refuted** (ours contradicts it), **open** (not run yet); a part gnnbench cannot test",
-    "is named. Thresholds are in `gnnbench/track/claims/papers/`, one module per claim. Training",
+    "is named. Thresholds are in `gnnbench/experiments/claims/papers/`, one module per claim. Training",
     "claims use seeds 0-2 (mean ± std over seeds below the table). The runs are committed in",
     "`docs/claims/runs/<experiment>.csv` (one row per job: its params and metrics, exported",
     "from the MLflow store they ran into); `python scripts/claims.py` rebuilds this file",

@@ -1,6 +1,6 @@
 """What a claim is (Claim, Study, Verdict), the registry of claims, and verdicts of two halves.
 
-A claim is one module of gnnbench/track/claims/papers/ that calls `register(Claim(...))`; the
+A claim is one module of gnnbench/experiments/claims/papers/ that calls `register(Claim(...))`; the
 registry imports every module there, so a new claim is one new module and its experiment configs.
 """
 
@@ -12,8 +12,8 @@ from dataclasses import dataclass
 import pandas as pd
 
 from gnnbench.errors import ConfigError
+from gnnbench.experiments.claims.tables import share
 from gnnbench.registry import Registry
-from gnnbench.track.claims.tables import share
 
 # The machines and tolerances more than one claim states.
 CPU = "CPU, 2 cores; training: 2 gloo worker processes"
@@ -72,7 +72,7 @@ class Claim:
         return self.configs + (self.study.configs if self.study else ())
 
 
-CLAIMS: Registry[Claim] = Registry("claim", "gnnbench.track.claims.papers", "--only")
+CLAIMS: Registry[Claim] = Registry("claim", "gnnbench.experiments.claims.papers", "--only")
 
 
 def register(claim: Claim) -> Claim:

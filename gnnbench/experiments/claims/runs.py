@@ -12,11 +12,11 @@ import pandas as pd
 from gnnbench.composition import sweep_grid
 from gnnbench.config_values import KEYS_ADDED_LATER, as_text
 from gnnbench.errors import DataError, GnnbenchError
+from gnnbench.experiments.claims.claim import Claim, all_claims
+from gnnbench.experiments.claims.tables import has_columns
 from gnnbench.identity import text_identity
 from gnnbench.paths import CONF_DIR, REPO_ROOT
 from gnnbench.process.atomic import atomic_write_bytes
-from gnnbench.track.claims.claim import Claim, all_claims
-from gnnbench.track.claims.tables import has_columns
 from gnnbench.track.report.query import (
     experiment_runs,
     newest_per_job,
@@ -37,7 +37,7 @@ GROUP_COLUMNS = {"dataset": "dataset.name", "partitioner": "partitioner.name",
 
 def run_claims(claims: Sequence[Claim], tracking_uri: str) -> None:
     """Each claim's sweeps, one after another; a sweep with failed jobs is reported, not fatal."""
-    from gnnbench.track.report.experiment_docs import sweep
+    from gnnbench.experiments.experiment_docs import sweep
 
     for claim in claims:
         sweep(*claim.all_configs, tracking_uri=tracking_uri, may_fail=True)

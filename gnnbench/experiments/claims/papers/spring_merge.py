@@ -7,8 +7,8 @@ import math
 
 import pandas as pd
 
-from gnnbench.track.claims.claim import SMALL, Claim, Verdict, register
-from gnnbench.track.claims.tables import frame_markdown, has_columns, share, span
+from gnnbench.experiments.claims.claim import SMALL, Claim, Verdict, register
+from gnnbench.experiments.claims.tables import frame_markdown, has_columns, share, span
 
 
 def merge_orders(frame: pd.DataFrame) -> pd.Series:

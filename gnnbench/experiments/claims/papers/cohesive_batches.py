@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from gnnbench.track.claims.claim import SMALL, Claim, Verdict, register
-from gnnbench.track.claims.figures import case_bars
-from gnnbench.track.claims.tables import (
+from gnnbench.experiments.claims.claim import SMALL, Claim, Verdict, register
+from gnnbench.experiments.claims.figures import case_bars
+from gnnbench.experiments.claims.tables import (
     frame_markdown,
     has_columns,
     mean_std_table,
