@@ -16,5 +16,8 @@ import numpy as np
 from gnnbench.experiments.spring_volume_cap import write_doc
 
 if __name__ == "__main__":
+    import argparse
+
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()  # --help, nothing run
     np.seterr(all="ignore")
     sys.exit(write_doc())

@@ -14,4 +14,7 @@ import sys
 from gnnbench.experiments.walshaw import write_grem_doc
 
 if __name__ == "__main__":
+    import argparse
+
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()  # --help, nothing run
     sys.exit(write_grem_doc())

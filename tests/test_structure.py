@@ -11,6 +11,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 PACKAGE = Path(__file__).resolve().parent.parent / "gnnbench"
 SCRIPTS = PACKAGE.parent / "scripts"
 MAX_MODULE_LINES = 400
@@ -102,3 +104,17 @@ if __name__ == "__main__":
     for line in long_modules() + [line for path in modules() for line in long_functions(path)]:
         print(line)
     print(f"scripts/: {sum(line_count(path) for path in scripts())} lines")
+
+
+@pytest.mark.parametrize("script", sorted(path.name for path in scripts()))
+def test_every_script_answers_help_without_running(script, tmp_path):
+    """`--help` prints the usage and does nothing else: a script without a parser once ran its
+    whole experiment (and rewrote its doc) when asked for help."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "GNNBENCH_HOME": str(tmp_path), "GNNBENCH_RAW_DIR": str(tmp_path)}
+    done = subprocess.run([sys.executable, str(PACKAGE.parent / "scripts" / script), "--help"],
+                          capture_output=True, text=True, timeout=120, env=env)  # fmt: skip
+    assert done.returncode == 0 and done.stdout.startswith("usage:"), done.stdout + done.stderr
