@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -171,8 +171,8 @@ class BatchSource:
     ) -> Iterator[PreparedBatch]:
         self._serve(part)
         if self._loader is None:
-            maker = self._maker
-            stream = _prepared_ahead(maker, specs) if self.ahead else (maker[s] for s in specs)
+            prepare = functools.partial(_prepared, self._maker, self.pin)
+            stream = _prepared_ahead(prepare, specs) if self.ahead else map(prepare, specs)
         else:
             self._specs.specs = specs
             stream = iter(self._loader) if specs else iter(())
@@ -186,8 +186,8 @@ class BatchSource:
                 self.sampler_peak_mb = max(self.sampler_peak_mb, batch.producer_peak_mb)
                 if batch.producer_read_bytes is not None:
                     self._sampler_reads[batch.producer_pid] = batch.producer_read_bytes
-            if self.pin:  # page-locked, so the copy to the GPU can overlap
-                batch.x = batch.x.pin_memory()
+                if self.pin:
+                    batch.x = batch.x.pin_memory()
             yield batch
 
     def read_bytes(self) -> int | None:
@@ -210,16 +210,27 @@ class BatchSource:
         self._maker = None
 
 
-def _prepared_ahead(maker: BatchMaker, specs: list) -> Iterator[PreparedBatch]:
-    """`maker`'s batches for `specs` in order, each prepared on a helper thread while the
-    trainer trains the one before it. One thread and one batch ahead: the maker's samplers
-    keep one scratch array each, so no two batches are prepared at once. Leaving the pass early
-    waits for the batch in preparation: no thread outlives the pass."""
+def _prepared(maker: BatchMaker, pin: bool, spec: tuple) -> PreparedBatch:
+    """The batch `spec` names, its features page-locked when `pin` (CUDA: so the copy to the GPU
+    can overlap), in the process or thread that prepares it."""
+    batch = maker[spec]
+    if pin:
+        batch.x = batch.x.pin_memory()
+    return batch
+
+
+def _prepared_ahead(
+    prepare: Callable[[tuple], PreparedBatch], specs: list
+) -> Iterator[PreparedBatch]:
+    """`prepare(spec)` for each of `specs` in order, each on a helper thread while the trainer
+    trains the batch before it. One thread and one batch ahead: the maker's samplers keep one
+    scratch array each, so no two batches are prepared at once. Leaving the pass early waits
+    for the batch in preparation: no thread outlives the pass."""
     with ThreadPoolExecutor(1, thread_name_prefix="gnnbench-batch") as helper:
-        pending = helper.submit(maker.__getitem__, specs[0]) if specs else None
+        pending = helper.submit(prepare, specs[0]) if specs else None
         for following in [*specs[1:], None]:
             batch = pending.result()
-            pending = helper.submit(maker.__getitem__, following) if following else None
+            pending = helper.submit(prepare, following) if following else None
             yield batch
 
 
