@@ -66,7 +66,7 @@ def gnnbench_run(store: GraphStore, epochs: int, seed: int) -> tuple[float, floa
     model = {"name": "sage", "layers": 2, "hidden": HIDDEN, "dropout": DROPOUT}
     train = {"mode": "centralized", "epochs": epochs, "fanouts": FANOUTS, "batch_size": BATCH_SIZE,
              "lr": LR, "eval_every": epochs, "timeout_s": 600}  # fmt: skip
-    spec = spec_from_conf(train, model, num_workers=1, sync_interval=1, seed=seed)
+    spec = spec_from_conf(train, model, num_gpus=1, sync_interval=1, seed=seed)
     cpu = time.process_time()
     wall = run_training(store_path=store.path, book_path=None, spec=spec).epoch_time_s
     return wall, time.process_time() - cpu

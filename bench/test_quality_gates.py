@@ -101,6 +101,6 @@ def test_training_f1(quality_gates, tmp_path):
     result = run_training(
         store_path=store.path,
         book_path=None,
-        spec=spec_from_conf(train, model, num_workers=1, sync_interval=1, seed=0),
+        spec=spec_from_conf(train, model, num_gpus=1, sync_interval=1, seed=0),
     )
     quality_gates.check({"sage-centralized/cora/test_f1_micro": result.test_f1_micro}, "higher")

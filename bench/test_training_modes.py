@@ -37,7 +37,7 @@ def test_model_avg_over_grad_avg_epoch_time(benchmark):
             store_path=store.path,
             book_path=book.path,
             spec=spec_from_conf(
-                {"mode": mode, **TRAIN}, MODEL, num_workers=2, sync_interval=1, seed=0
+                {"mode": mode, **TRAIN}, MODEL, num_gpus=2, sync_interval=1, seed=0
             ),
         )
 
@@ -73,7 +73,7 @@ def test_sampler_processes_batch_wait(benchmark):
         return run_training(
             store_path=store.path,
             book_path=None,
-            spec=spec_from_conf(settings, MODEL, num_workers=1, sync_interval=1, seed=0),
+            spec=spec_from_conf(settings, MODEL, num_gpus=1, sync_interval=1, seed=0),
         )
 
     alone = benchmark.pedantic(train, args=(0,), rounds=1, iterations=1)
@@ -106,7 +106,7 @@ def test_layerwise_inference_over_khop_batches(benchmark):
     from gnnbench.train.worker import Worker
 
     store = amazon_cs_store()
-    settings = spec_from_conf({"mode": "centralized", **TRAIN}, MODEL, num_workers=1)
+    settings = spec_from_conf({"mode": "centralized", **TRAIN}, MODEL, num_gpus=1)
     job = Job(settings, store.path, None, store.feature_dim, store.num_classes, False, None)
     evaluator = Worker(job, 0, 1, torch.device("cpu")).evaluator
     evaluator.model.eval()

@@ -50,7 +50,7 @@ def test_training_throughput_and_peak_at_10m_edges(benchmark, speed_gates):
     assert store.num_edges >= 0.95 * EDGES
     book, _ = run_partition_stage(store, partitioner=PartitionSpec.defaults("spring"), p=P, seed=0)
     os.sync()  # the book's dirty pages would otherwise be written back mid-timing
-    spec = spec_from_conf(TRAIN, MODEL, num_workers=1, seed=0)
+    spec = spec_from_conf(TRAIN, MODEL, num_gpus=1, seed=0)
     result = benchmark.pedantic(
         run_training,
         kwargs={"store_path": store.path, "book_path": book.path, "spec": spec},

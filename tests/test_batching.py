@@ -140,7 +140,7 @@ def test_strategies_train_every_node_and_log_cost(graph, strategy):  # noqa: F81
     result = run_training(
         store_path=store.path,
         book_path=book,
-        spec=spec_from_conf(train, SAGE, num_workers=2, sync_interval=1, seed=0),
+        spec=spec_from_conf(train, SAGE, num_gpus=2, sync_interval=1, seed=0),
     )
     assert result.train_nodes_per_epoch == len(store.split()["train"])
     assert result.computation_cost > 0
@@ -153,7 +153,7 @@ def test_full_strategy_costs_at_most_the_partition_times_layers(tmp_path):
     result = run_training(
         store_path=store.path,
         book_path=None,
-        spec=spec_from_conf(train, SAGE, num_workers=1, sync_interval=1, seed=0),
+        spec=spec_from_conf(train, SAGE, num_gpus=1, sync_interval=1, seed=0),
     )
     assert 0 < result.computation_cost <= 3 * store.num_nodes
 
@@ -168,7 +168,7 @@ def test_sampler_processes_train_exactly_as_the_trainer_alone(graph, mode):  # n
     runs = []
     for k in (0, 2):
         _drop_from_page_cache(Path(book), Path(store.path))
-        spec = spec_from_conf({"mode": mode, **FAST, "sampler_workers": k}, SAGE, num_workers=2,
+        spec = spec_from_conf({"mode": mode, **FAST, "sampler_workers": k}, SAGE, num_gpus=2,
                               sync_interval=1, seed=0)  # fmt: skip
         runs.append(run_training(store_path=store.path, book_path=book, spec=spec))
     losses = [[epoch["train_loss"] for epoch in run.history] for run in runs]
@@ -190,7 +190,7 @@ def test_a_helper_thread_trains_exactly_as_the_trainer_alone(graph):  # noqa: F8
     runs = []
     for preparation in ("inline", "thread"):
         spec = spec_from_conf({"mode": "model_avg", **FAST, "batch_preparation": preparation},
-                              SAGE, num_workers=2, sync_interval=1, seed=0)  # fmt: skip
+                              SAGE, num_gpus=2, sync_interval=1, seed=0)  # fmt: skip
         runs.append(run_training(store_path=store.path, book_path=book, spec=spec))
     losses = [[epoch["train_loss"] for epoch in run.history] for run in runs]
     assert np.allclose(losses[0], losses[1], rtol=1e-5)
@@ -290,7 +290,7 @@ def test_a_failing_sampler_process_fails_the_run(graph, monkeypatch):  # noqa: F
         run_training(
             store_path=store.path,
             book_path=None,
-            spec=spec_from_conf(train, SAGE, num_workers=1, sync_interval=1, seed=0),
+            spec=spec_from_conf(train, SAGE, num_gpus=1, sync_interval=1, seed=0),
         )
 
 

@@ -171,7 +171,7 @@ def test_centralized_training_on_cuda_reports_gpu_memory(gnnbench_home):
     result = run_training(
         store_path=store.path,
         book_path=None,
-        spec=spec_from_conf(train, model, num_workers=1, sync_interval=1, seed=0),
+        spec=spec_from_conf(train, model, num_gpus=1, sync_interval=1, seed=0),
     )
     assert result.gpu_peak_mb > 0
     assert result.test_f1_micro > 0.25  # above chance for 4 balanced classes

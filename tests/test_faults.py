@@ -356,5 +356,5 @@ def test_nonfinite_loss_on_a_rank_fails_fast(tmp_path, gnnbench_home):
         run_training(
             store_path=store.path,
             book_path=book.path,
-            spec=spec_from_conf(train, model, num_workers=2, sync_interval=1, seed=0),
+            spec=spec_from_conf(train, model, num_gpus=2, sync_interval=1, seed=0),
         )

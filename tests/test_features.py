@@ -335,7 +335,7 @@ def trained(name: str, feature_dtype: str, feature_rows: str):
 
     store = prepare_dataset(dataset_config(name, feature_dtype=feature_dtype))
     part_book = book(store, feature_rows, p=4)
-    spec = spec_from_conf({"mode": "model_avg"}, {}, num_workers=2, sync_interval=1, seed=0)
+    spec = spec_from_conf({"mode": "model_avg"}, {}, num_gpus=2, sync_interval=1, seed=0)
     return run_training(store_path=store.path, book_path=part_book.path, spec=spec)
 
 

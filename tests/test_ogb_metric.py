@@ -58,7 +58,7 @@ def test_accuracy_for_ogbn_arxiv(tmp_path, gnnbench_home):
     result = run_training(
         store_path=store.path,
         book_path=None,
-        spec=spec_from_conf(TRAIN, MODEL, num_workers=1, sync_interval=1, seed=0),
+        spec=spec_from_conf(TRAIN, MODEL, num_gpus=1, sync_interval=1, seed=0),
     )
     assert result.ogb["test_ogb_acc"] == pytest.approx(result.test_f1_micro)
     assert "val_ogb_acc" in result.ogb
@@ -104,7 +104,7 @@ def test_rocauc_for_ogbn_proteins(tmp_path, gnnbench_home, monkeypatch):
     result = run_training(
         store_path=store.path,
         book_path=None,
-        spec=spec_from_conf(TRAIN, MODEL, num_workers=1, sync_interval=1, seed=0),
+        spec=spec_from_conf(TRAIN, MODEL, num_gpus=1, sync_interval=1, seed=0),
     )
     assert len(scored["val"]) == len(scored["test"]) == TRAIN["epochs"]  # one per evaluation
     for key in ("val", "test"):

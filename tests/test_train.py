@@ -39,7 +39,7 @@ FAST = {"epochs": 3, "fanouts": [5, 5], "batch_size": 64, "timeout_s": 120}
 
 def spec(train: dict, model: dict = SAGE, workers: int = 1, sync_interval: int = 1) -> TrainSpec:
     """The YAML defaults of train.mode and model.name with the test's keys laid over them."""
-    return spec_from_conf(train, model, num_workers=workers, sync_interval=sync_interval, seed=0)
+    return spec_from_conf(train, model, num_gpus=workers, sync_interval=sync_interval, seed=0)
 
 
 def community_store(

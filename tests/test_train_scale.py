@@ -52,7 +52,7 @@ def largest_partition_mb(book) -> float:
 
 
 def train_one_worker(store, book, **train):
-    spec = spec_from_conf({**SHORT, **train}, SAGE, num_workers=1, seed=0)
+    spec = spec_from_conf({**SHORT, **train}, SAGE, num_gpus=1, seed=0)
     return run_training(store_path=store.path, book_path=book.path, spec=spec)
 
 
@@ -143,7 +143,7 @@ def test_seeded_run_is_unchanged(key, gnnbench_home):
             store, partitioner=PartitionSpec.defaults("hash"), p=4, seed=0
         )
     train = {"mode": mode, "epochs": 3, "fanouts": [5, 5], "batch_size": 256, **dict(extra)}
-    spec = spec_from_conf(train, SAGE, num_workers=workers, seed=0)
+    spec = spec_from_conf(train, SAGE, num_gpus=workers, seed=0)
     result = run_training(store_path=store.path, book_path=book.path if book else None, spec=spec)
     losses, val, test_micro, test_macro = RECORDED[key]
     # float reductions differ across CPUs (vector widths of torch's kernels): the same batches
@@ -162,7 +162,7 @@ def _load_under_cap(store_path, book_path, feature_dim: int, cap_extra_mb: int, 
     from gnnbench.train.resident import ResidentPartitions
     from gnnbench.train.spec import Job
 
-    spec = spec_from_conf(SHORT, SAGE, num_workers=1, seed=0)
+    spec = spec_from_conf(SHORT, SAGE, num_gpus=1, seed=0)
     job = Job(spec, store_path, book_path, feature_dim, 8, False, None)
     partitions = ResidentPartitions(job, 0, 1, True, before_release=lambda: None)
     # a fresh (spawned) process, its arrays from the heap (RLIMIT_DATA caps brk; mmap escapes it

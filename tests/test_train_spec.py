@@ -41,12 +41,12 @@ def test_a_missing_key_is_an_error_not_a_default():
     with pytest.raises(
         ConfigError, match=r"^train\.epochs: missing for train=centralized; valid keys: "
     ):
-        TrainSpec.from_config({"mode": "centralized"}, SAGE, sync_interval=1, seed=0, num_workers=1)
+        TrainSpec.from_config({"mode": "centralized"}, SAGE, sync_interval=1, seed=0, num_gpus=1)
 
 
 def test_the_spec_carries_the_job_axes_and_yaml_defaults():
-    spec = spec_from_conf({"mode": "model_avg"}, SAGE, sync_interval=3, seed=7, num_workers=2)
-    assert (spec.sync_interval, spec.seed, spec.num_workers) == (3, 7, 2)
+    spec = spec_from_conf({"mode": "model_avg"}, SAGE, sync_interval=3, seed=7, num_gpus=2)
+    assert (spec.sync_interval, spec.seed, spec.num_gpus) == (3, 7, 2)
     assert spec.epochs == 20 and spec.fanouts == (25, 10)  # gnnbench/conf/shared/train.yaml
     assert spec.worker_mem_gb == 4  # gnnbench/conf/train/model_avg.yaml
     assert spec.model.as_config() == SAGE
@@ -68,7 +68,7 @@ class Frozen(Centralized):
 def test_a_mode_registered_in_a_test_module_is_found_by_name(tmp_path):
     assert TRAINING_MODES.get("test_frozen") is Frozen and "test_frozen" in TRAINING_MODES.names()
     store = community_store(tmp_path / "store", num_nodes=120)
-    spec = spec_from_conf({"mode": "test_frozen", **FAST, "epochs": 2}, SAGE, num_workers=1)
+    spec = spec_from_conf({"mode": "test_frozen", **FAST, "epochs": 2}, SAGE, num_gpus=1)
     result = run_training(store_path=store.path, book_path=None, spec=spec)
     assert result.mode == "test_frozen" and result.train_nodes_per_epoch == 0
     assert [entry["train_loss"] for entry in result.history] == [0.0, 0.0]

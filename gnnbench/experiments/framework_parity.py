@@ -45,7 +45,7 @@ def gnnbench_run(store: GraphStore, epochs: int, seed: int) -> dict:
     train = {"mode": "centralized", "epochs": epochs, "fanouts": FANOUTS, "batch_size": BATCH_SIZE,
              "lr": LR, "eval_every": epochs, "timeout_s": 3600}  # fmt: skip
     model = {"name": "sage", "layers": 2, "hidden": HIDDEN, "dropout": DROPOUT}
-    spec = spec_from_conf(train, model, num_workers=1, sync_interval=1, seed=seed)
+    spec = spec_from_conf(train, model, num_gpus=1, sync_interval=1, seed=seed)
     result = run_training(store_path=store.path, book_path=None, spec=spec)
     return {"test_f1_micro": result.test_f1_micro, "epoch_s": result.epoch_time_s}
 

@@ -101,12 +101,12 @@ def gather_from_ranks(payload: Any) -> list[Any]:
     return gathered
 
 
-def check_cuda_workers(spec: TrainSpec, num_workers: int) -> None:
+def check_cuda_workers(spec: TrainSpec, num_gpus: int) -> None:
     """One process per GPU: never more workers than devices."""
     device = resolve_device(spec, 0)
-    if device.type == "cuda" and num_workers > torch.cuda.device_count():
+    if device.type == "cuda" and num_gpus > torch.cuda.device_count():
         raise ConfigError(
-            f"num_gpus={num_workers} is larger than the {torch.cuda.device_count()} CUDA devices"
+            f"num_gpus={num_gpus} is larger than the {torch.cuda.device_count()} CUDA devices"
         )
 
 

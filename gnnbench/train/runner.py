@@ -66,7 +66,7 @@ def check_training_config(*, spec: TrainSpec, p: int | None) -> None:
 def _distributed(job: Job) -> tuple[dict, int]:
     """Run the ranks (model or gradient averaging); returns the summary and how many trained."""
     p = PartitionBook(job.book_path).p
-    world_size = int(os.environ["WORLD_SIZE"]) if under_torchrun() else job.spec.num_workers
+    world_size = int(os.environ["WORLD_SIZE"]) if under_torchrun() else job.spec.num_gpus
     _check_workers(world_size, p)
     if under_torchrun():
         return launch.run_torchrun(job), world_size
@@ -77,7 +77,7 @@ def _distributed(job: Job) -> tuple[dict, int]:
 def run_training(*, store_path: Path, book_path: Path | None, spec: TrainSpec) -> TrainResult:
     """Train per `spec` on the store (centralized) or the book (partitioned modes).
 
-    Partitioned modes spawn spec.num_workers ranks (or join torchrun's); centralized trains the
+    Partitioned modes spawn spec.num_gpus ranks (or join torchrun's); centralized trains the
     whole graph in this process. Scripts that call this must guard their entry point
     (`if __name__ == "__main__"`), since spawned workers re-import the main module.
     """
@@ -99,7 +99,7 @@ def run_training(*, store_path: Path, book_path: Path | None, spec: TrainSpec) -
     )
     outside = TRAINING_MODES.get(spec.mode).train_outside(job)  # a baseline's own training
     if outside is not None:
-        return TrainResult.from_summary(outside, num_workers=spec.num_workers, mode=spec.mode)
+        return TrainResult.from_summary(outside, num_workers=spec.num_gpus, mode=spec.mode)
     warm_up()  # compile the sampler here (once, cached): workers load it, epoch times exclude it
     if partitioned:
         summary, workers = _distributed(job)

@@ -2,7 +2,7 @@
 gnnbench/conf/: shared/train.yaml, train/*.yaml, model/*.yaml and config.yaml).
 
 A `TrainSpec` also carries the job axes training reads (sync_interval, seed, num_gpus as
-num_workers), so nothing travels as a bare positional number.
+num_gpus), so nothing travels as a bare positional number.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ OPTIONAL_TRAIN_KEYS = ("worker_mem_gb", "compute_mem_fraction")
 OPTIONAL_TRAIN_KEYS += ("optimizer_state",)
 OPTIMIZER_STATES = ("local", "reset", "average")
 OPTIONAL_MODEL_KEYS = ("heads",)  # gat's alone
-AXES = ("sync_interval", "seed", "num_workers", "model")  # not keys of the train group
+AXES = ("sync_interval", "seed", "num_gpus", "model")  # not keys of the train group
 
 
 def _valid_keys(cls: type, excluded: tuple[str, ...] = ()) -> list[str]:
@@ -134,7 +134,7 @@ class TrainSpec:
     optimizer_state: str | None  # local | reset | average (gnnbench/conf/train/model_avg.yaml)
     sync_interval: int  # the job axes training reads
     seed: int
-    num_workers: int  # num_gpus
+    num_gpus: int  # ranks to train on (one process per GPU on CUDA; torchrun's WORLD_SIZE wins)
     model: ModelSpec
 
     @classmethod
@@ -145,7 +145,7 @@ class TrainSpec:
         *,
         sync_interval: int,
         seed: int,
-        num_workers: int,
+        num_gpus: int,
         check_mode: Callable[[str], object] | None = None,
     ) -> TrainSpec:
         """Parse the train and model groups plus the job axes; one line per bad or unknown key.
@@ -159,7 +159,7 @@ class TrainSpec:
             **_train_values(train),
             sync_interval=whole_axis("sync_interval", sync_interval, 1),
             seed=whole_axis("seed", seed),
-            num_workers=whole_axis("num_gpus", num_workers, 1),
+            num_gpus=whole_axis("num_gpus", num_gpus, 1),
             model=ModelSpec.from_config(model),
         )
 
@@ -174,7 +174,7 @@ class TrainSpec:
             config["model"],
             sync_interval=config["sync_interval"],
             seed=config["seed"],
-            num_workers=config["num_gpus"],
+            num_gpus=config["num_gpus"],
             check_mode=check_mode,
         )
 
@@ -225,7 +225,7 @@ def spec_from_conf(
 ) -> TrainSpec:
     """A TrainSpec from what Hydra composes for `train=<train.mode> model=<model.name>` (the
     default model without a name) with `train`, `model` and the axes (sync_interval, seed,
-    num_workers) laid over it: for tests, benchmarks and scripts that train without Hydra. A mode
+    num_gpus) laid over it: for tests, benchmarks and scripts that train without Hydra. A mode
     without a config file (a plugin's) or without the shared keys (none) gets
     gnnbench/conf/shared/train.yaml's."""
     from gnnbench.composition import composed
@@ -243,7 +243,7 @@ def spec_from_conf(
     config = composed(*choices)
     train_defaults = {**config["shared_train"], **(config.get("train") or {})}
     values = {"sync_interval": config["sync_interval"], "seed": config["seed"]}
-    values["num_workers"] = config["num_gpus"]
+    values["num_gpus"] = config["num_gpus"]
     values.update(axes)
     return TrainSpec.from_config(
         {**train_defaults, **train}, {**config["model"], **model}, **values

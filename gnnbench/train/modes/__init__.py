@@ -37,7 +37,7 @@ class TrainingMode:
         """Refuse, in one line, a config this mode cannot train (before any data is prepared;
         p is None while p=auto has not chosen): one worker per partition at most."""
         if cls.partitioned:
-            check_workers(spec.num_workers, p)
+            check_workers(spec.num_gpus, p)
 
     @classmethod
     def train_outside(cls, job: Job) -> dict | None:
@@ -55,12 +55,12 @@ class TrainingMode:
         raise NotImplementedError
 
 
-def check_workers(num_workers: int, p: int | None) -> None:
+def check_workers(num_gpus: int, p: int | None) -> None:
     """gnnbench's workers each train whole partitions: never more workers than partitions."""
     from gnnbench.errors import ConfigError
 
-    if p is not None and num_workers > p:
-        raise ConfigError(f"num_gpus={num_workers} is larger than p={p}")
+    if p is not None and num_gpus > p:
+        raise ConfigError(f"num_gpus={num_gpus} is larger than p={p}")
 
 
 TRAINING_MODES: Registry[type[TrainingMode]] = Registry(

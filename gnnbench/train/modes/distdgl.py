@@ -60,8 +60,8 @@ class DistDGL(BaselineMode):
         """DistDGL's recipe, its environment set up, and num_gpus a multiple of p (each
         partition's machine runs num_gpus / p trainers)."""
         super().check(spec, p)
-        if p is not None and spec.num_workers % p:
-            raise ConfigError(f"train={NAME}: num_gpus={spec.num_workers} must be a multiple of p={p} "
+        if p is not None and spec.num_gpus % p:
+            raise ConfigError(f"train={NAME}: num_gpus={spec.num_gpus} must be a multiple of p={p} "
                               "(one graph server and num_gpus / p trainers per partition)")  # fmt: skip
         from gnnbench.setup.baseline_envs import distdgl_python
 
@@ -123,9 +123,9 @@ def _job_file(job: Job, p: int, scratch: Path) -> Path:
     *server_ports, master_port = _free_ports(p + 1)
     ip_config = scratch / "ip_config.txt"
     ip_config.write_text("".join(f"127.0.0.1 {port}\n" for port in server_ports))
-    processes = spec.num_workers + p
+    processes = spec.num_gpus + p
     payload = {
-        "parts": p, "num_trainers": spec.num_workers, "out": str(scratch),
+        "parts": p, "num_trainers": spec.num_gpus, "out": str(scratch),
         "part_config": str(scratch / "dgl" / "graph.json"), "ip_config": str(ip_config),
         "master_port": master_port, "threads": max(1, len(os.sched_getaffinity(0)) // processes),
         "seed": spec.seed, "epochs": spec.epochs, "eval_every": spec.eval_every,
@@ -213,7 +213,7 @@ def _summary(job: Job, p: int, scratch: Path, prepare_s: float) -> dict:
     """The run's figures from every trainer's and server's JSON (baselines.summary)."""
     trainers = [json.loads(path.read_text()) for path in sorted(scratch.glob("trainer-*.json"))]
     servers = [json.loads(path.read_text()) for path in sorted(scratch.glob("server-*.json"))]
-    if len(trainers) != job.spec.num_workers or len(servers) != p:
+    if len(trainers) != job.spec.num_gpus or len(servers) != p:
         raise GnnbenchError(f"train={NAME}: {len(trainers)} trainer and {len(servers)} server "
                             "results, expected every process's")  # fmt: skip
     total_train = sum(t["train_nodes"] for t in trainers)
@@ -226,5 +226,5 @@ def _summary(job: Job, p: int, scratch: Path, prepare_s: float) -> dict:
         [t["eval_time_s"] for t in trainers],
         sync_count=float(max(-(-t["train_nodes"] // job.spec.batch_size) for t in trainers)),
         train_nodes_per_epoch=float(total_train), prepare_time_s=prepare_s,
-        world_size=job.spec.num_workers, device="cpu",
+        world_size=job.spec.num_gpus, device="cpu",
     )  # fmt: skip

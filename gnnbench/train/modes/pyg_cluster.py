@@ -39,7 +39,7 @@ class PygCluster(BaselineMode):
         job = cls.on_cpu(job)
         started = time.perf_counter()
         data = load_data(job.store_path)
-        clusters = ClusterData(data, num_parts=job.spec.num_clusters * job.spec.num_workers)
+        clusters = ClusterData(data, num_parts=job.spec.num_clusters * job.spec.num_gpus)
         prepared = time.perf_counter() - started
-        result = launch.spawn_workers(job, job.spec.num_workers, cluster_rank, (data, clusters))
+        result = launch.spawn_workers(job, job.spec.num_gpus, cluster_rank, (data, clusters))
         return {**result, "prepare_time_s": prepared}

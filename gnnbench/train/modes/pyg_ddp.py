@@ -37,5 +37,5 @@ class PygDdp(BaselineMode):
         started = time.perf_counter()
         data = load_data(job.store_path)
         prepared = time.perf_counter() - started
-        result = launch.spawn_workers(job, job.spec.num_workers, ddp_rank, data)
+        result = launch.spawn_workers(job, job.spec.num_gpus, ddp_rank, data)
         return {**result, "prepare_time_s": prepared}
