@@ -19,7 +19,7 @@ from gnnbench.partition.spec import PartitionSpec
 from gnnbench.spec_keys import check_keys, plain, whole_axis
 from gnnbench.tracking_spec import TrackingSpec
 from gnnbench.train.modes import TRAINING_MODES
-from gnnbench.train.spec import ModelSpec, TrainSpec
+from gnnbench.train.spec import TrainSpec
 
 # The top-level keys of gnnbench/conf/config.yaml (the five sweep axes, the groups, resume and
 # tracking).
@@ -31,16 +31,15 @@ TOP_LEVEL_KEYS = (
 
 @dataclass(frozen=True)
 class JobSpec:
-    """dataset x partitioner x p x sync_interval x num_gpus, plus model, train, seed, resume and
-    tracking. `train` is None for train=none (the job partitions only)."""
+    """dataset x partitioner x p x num_gpus, plus train, seed, resume and tracking. `train` is
+    None for train=none (the job partitions only); the axes and groups only training reads
+    (sync_interval, model) are parsed and checked once, into the TrainSpec."""
 
     data: DataSpec
     partition: PartitionSpec
     train: TrainSpec | None
-    model: ModelSpec
     p: int | str  # a number of partitions, or "auto" (chosen from the memory budget)
     memory_budget: MemoryBudget | None  # p=auto's (train.worker_mem_gb, ...); None for a fixed p
-    sync_interval: int
     num_gpus: int
     seed: int
     resume: bool
@@ -55,10 +54,8 @@ class JobSpec:
             data=DataSpec.from_config(_section(config, "dataset")),
             partition=PartitionSpec.from_config(_section(config, "partitioner")),
             train=_train(config),
-            model=ModelSpec.from_config(_section(config, "model")),
             p=_num_parts(config["p"]),
             memory_budget=_memory_budget(config),
-            sync_interval=whole_axis("sync_interval", config["sync_interval"], 1, "epoch"),
             num_gpus=whole_axis("num_gpus", config["num_gpus"], 1, "worker"),
             seed=whole_axis("seed", config["seed"]),
             resume=_flag(config, "resume"),

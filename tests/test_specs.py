@@ -232,7 +232,7 @@ def test_synthetic_defaults_live_in_its_yaml_only():
 def test_the_default_job_parses():
     job = JobSpec.from_config(job_config())
     assert (job.data.name, job.partition.name, job.p, job.num_gpus) == ("synthetic", "spring", 4, 2)
-    assert job.train is not None and job.train.model == job.model
+    assert job.train is not None and job.train.model.name == "sage"
     assert JobSpec.from_config(job_config("train=none")).train is None
 
 
