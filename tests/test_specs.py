@@ -358,7 +358,10 @@ def test_auto_choice_counts_torchrun_ranks_as_workers(monkeypatch):
     choice = auto_choice(FakeStore(), num_gpus=3, budget=budget)
     assert choice["p"] == 3 and choice["auto_p_memory_source"] == "train.worker_mem_gb"
     assert choice["auto_p_data_mb"] == (5278 * 2 * 4 + 2708 * 1433 * 4) / 2**20
-    monkeypatch.setenv("WORLD_SIZE", "5")
+    monkeypatch.setenv("WORLD_SIZE", "5")  # alone, not torchrun's launch: num_gpus still counts
+    assert auto_choice(FakeStore(), num_gpus=3, budget=budget)["p"] == 3
+    for name, value in (("RANK", "0"), ("MASTER_ADDR", "127.0.0.1")):
+        monkeypatch.setenv(name, value)
     assert auto_choice(FakeStore(), num_gpus=3, budget=budget)["p"] == 5
 
 

@@ -15,12 +15,12 @@ as `auto_p_gpu_mem_mb` beside the run's `gpu_peak_mb` (README, "What a run does"
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from gnnbench.errors import ConfigError
+from gnnbench.process.torchrun import training_ranks
 
 # The partitioned modes' YAML (gnnbench/conf/train/{model_avg,grad_avg}.yaml) sets the budget;
 # train=none has none (adding it would change a partition-only run's logged params and p=auto
@@ -113,5 +113,4 @@ def auto_num_parts(data_bytes: int, num_gpus: int, budget: MemoryBudget) -> dict
 def auto_choice(store, *, num_gpus: int, budget: MemoryBudget) -> dict[str, Any]:
     """p=auto for `store`'s graph and features, on torchrun's ranks when it launched this job
     (they are the workers), else on num_gpus workers."""
-    workers = int(os.environ.get("WORLD_SIZE", num_gpus))
-    return auto_num_parts(graph_bytes(store), workers, budget)
+    return auto_num_parts(graph_bytes(store), training_ranks(num_gpus), budget)

@@ -18,3 +18,10 @@ def under_torchrun() -> bool:
 def torchrun_rank() -> int | None:
     """This process's rank when torchrun started it, else None."""
     return int(os.environ["RANK"]) if under_torchrun() else None
+
+
+def training_ranks(num_gpus: int) -> int:
+    """How many ranks train the job: torchrun's WORLD_SIZE when it launched this process (its
+    ranks are the workers), else num_gpus (gnnbench spawns that many). The one rule p=auto, the
+    launcher and the checks read."""
+    return int(os.environ["WORLD_SIZE"]) if under_torchrun() else num_gpus

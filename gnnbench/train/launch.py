@@ -30,6 +30,7 @@ from gnnbench.errors import ConfigError
 from gnnbench.process import lifecycle
 from gnnbench.process.atomic import scratch_directory
 from gnnbench.process.memory_limit import killed_by_signal
+from gnnbench.process.torchrun import torchrun_rank, training_ranks
 from gnnbench.train.batch_source import compute_threads
 from gnnbench.train.spec import Job, TrainSpec
 from gnnbench.train.worker import Worker
@@ -125,7 +126,7 @@ def run_single(job: Job) -> dict:
 
 def run_torchrun(job: Job) -> dict:
     """This process is one rank of a torchrun launch; every rank returns the same summary."""
-    rank, world_size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    rank, world_size = torchrun_rank(), training_ranks(job.spec.num_gpus)
     device = resolve_device(job.spec, int(os.environ.get("LOCAL_RANK", 0)))
     owns_group = not dist.is_initialized()
     if owns_group:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import os
 from pathlib import Path
 
 import torch
@@ -11,7 +10,7 @@ import torch
 from gnnbench.data.store import GraphStore
 from gnnbench.errors import ConfigError, DataError
 from gnnbench.partition.stage.book import PartitionBook
-from gnnbench.process.torchrun import under_torchrun
+from gnnbench.process.torchrun import training_ranks, under_torchrun
 from gnnbench.train import launch
 from gnnbench.train.coordinator import trains_on_partitions
 from gnnbench.train.models import build_model
@@ -66,7 +65,7 @@ def check_training_config(*, spec: TrainSpec, p: int | None) -> None:
 def _distributed(job: Job) -> tuple[dict, int]:
     """Run the ranks (model or gradient averaging); returns the summary and how many trained."""
     p = PartitionBook(job.book_path).p
-    world_size = int(os.environ["WORLD_SIZE"]) if under_torchrun() else job.spec.num_gpus
+    world_size = training_ranks(job.spec.num_gpus)
     _check_workers(world_size, p)
     if under_torchrun():
         return launch.run_torchrun(job), world_size
