@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 from cli import start
 
+from gnnbench.process import lifecycle
+
 START_S = 60  # bound on waiting for the server to answer /health
 
 
@@ -48,6 +50,8 @@ class TrackingServer:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,  # uvicorn's worker goes down with the group
+                # and the server with this process, when a killed test run skips stop()
+                preexec_fn=lifecycle.tied_to_parent(),
             )
         try:
             self._wait_healthy()
