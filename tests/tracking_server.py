@@ -30,13 +30,6 @@ def tail(path: Path, chars: int = 3000) -> str:
     return path.read_text(errors="replace")[-chars:] if path.exists() else ""
 
 
-def _dies_with(parent_pid: int):
-    def tie() -> None:
-        lifecycle.die_with_parent(parent_pid, signal.SIGTERM)
-
-    return tie
-
-
 class TrackingServer:
     """`python -m gnnbench server --store <store>`: the command a user runs."""
 
@@ -59,7 +52,7 @@ class TrackingServer:
                 start_new_session=True,  # uvicorn's worker goes down with the group
                 # and the server with this process, when a killed test run skips stop(): SIGTERM,
                 # which mlflow's server passes on to its uvicorn worker (SIGKILL would orphan it)
-                preexec_fn=_dies_with(os.getpid()),
+                preexec_fn=lifecycle.tied_to_parent(signal.SIGTERM),
             )
         try:
             self._wait_healthy()

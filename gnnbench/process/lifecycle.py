@@ -45,13 +45,14 @@ def die_with_parent(parent_pid: int, sig: int = signal.SIGKILL) -> None:
         os.kill(os.getpid(), sig)
 
 
-def tied_to_parent() -> Callable[[], None]:
-    """A `preexec_fn` for subprocess: the child is SIGKILLed when this process exits."""
+def tied_to_parent(sig: int = signal.SIGKILL) -> Callable[[], None]:
+    """A `preexec_fn` for subprocess: the child gets `sig` (SIGKILL) when this process exits;
+    SIGTERM for a child that must stop children of its own on the way out."""
     parent_pid = os.getpid()
     _libc_prctl()  # resolve in the parent, before fork
 
     def tie() -> None:
-        die_with_parent(parent_pid)
+        die_with_parent(parent_pid, sig)
 
     return tie
 
