@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 from collections.abc import Sequence
+
+
+def without_arguments(doc: str) -> None:
+    """The command line of a script that takes no arguments: `--help` prints its usage (the first
+    line of `doc`) and exits, anything else is a one-line usage error, before it does any work."""
+    argparse.ArgumentParser(description=doc.splitlines()[0]).parse_args()
 
 
 def chosen_names(command: str, argv: list[str], known: Sequence[str]) -> list[str] | None:

@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 
+from gnnbench.commands import without_arguments
 from gnnbench.paths import REPO_ROOT
 
 TEST = "tests/test_dashboard.py::test_the_printed_url_opens_on_the_sweeps_jobs_and_figures[sqlite]"
@@ -37,7 +38,5 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    import argparse
-
-    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()  # --help, nothing run
+    without_arguments(__doc__)  # --help prints the usage and runs nothing
     sys.exit(main())

@@ -5,10 +5,9 @@ python scripts/partition_quality_summary.py     # after python -m gnnbench repor
 
 from __future__ import annotations
 
+from gnnbench.commands import without_arguments
 from gnnbench.experiments.partition_quality_summary import write_summary
 
 if __name__ == "__main__":
-    import argparse
-
-    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()  # --help, nothing run
+    without_arguments(__doc__)  # --help prints the usage and runs nothing
     write_summary()

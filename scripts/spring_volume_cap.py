@@ -13,11 +13,10 @@ import sys
 
 import numpy as np
 
+from gnnbench.commands import without_arguments
 from gnnbench.experiments.spring_volume_cap import write_doc
 
 if __name__ == "__main__":
-    import argparse
-
-    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()  # --help, nothing run
+    without_arguments(__doc__)  # --help prints the usage and runs nothing
     np.seterr(all="ignore")
     sys.exit(write_doc())

@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import sys
 
+from gnnbench.commands import without_arguments
 from gnnbench.experiments.walshaw import write_grem_doc
 
 if __name__ == "__main__":
-    import argparse
-
-    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()  # --help, nothing run
+    without_arguments(__doc__)  # --help prints the usage and runs nothing
     sys.exit(write_grem_doc())
