@@ -155,6 +155,21 @@ def test_model_avg_verdict_uses_seed_means_and_both_halves():
     assert "-0.010" in judged.ours and "-0.090" in judged.ours
 
 
+def test_model_avg_verdict_keeps_grad_avg_apart_from_interval_one():
+    """grad_avg logs sync_interval 1 too: it is shown as the reference, never averaged into
+    model_avg's every-epoch mean (which would hide a model_avg loss)."""
+    rows = [
+        {"dataset.name": "g", "train.mode": mode, "sync_interval": 1, "seed": 0,
+         "test_f1_micro": f1}
+        for mode, f1 in (("centralized", 0.80), ("grad_avg", 0.80), ("model_avg", 0.70))
+    ]  # fmt: skip
+    judged = claim_4.judge_model_avg(pd.DataFrame(rows))
+    assert judged.verdict == "refuted" and "centralized -0.100" in judged.ours
+    assert "grad_avg -0.100" in judged.ours
+    heads = claim_4.detail_model_avg(pd.DataFrame(rows))[0]
+    assert "grad_avg" in heads and "model_avg / 1" in heads
+
+
 def test_grem_verdict_compares_ten_percent_chunks_only():
     rows = [
         {"dataset.name": "g", "p": 4, "partitioner.name": "metis", "edge_cut": 0.100},
