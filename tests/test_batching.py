@@ -132,7 +132,13 @@ def test_induced_batch_keeps_only_edges_inside_the_region():
 
 @pytest.mark.distributed
 @pytest.mark.parametrize(
-    "strategy", [{"strategy": "full"}, {"strategy": "cluster"}, {"batching": "cohesive"}]
+    "strategy",
+    [
+        {"strategy": "full"},
+        {"strategy": "cluster"},
+        {"batching": "cohesive"},
+        {"batching": "cmgcn"},
+    ],
 )
 def test_strategies_train_every_node_and_log_cost(graph, strategy):  # noqa: F811 (fixture)
     store, book = graph

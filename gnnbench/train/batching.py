@@ -69,6 +69,12 @@ def _cut(ordered: np.ndarray, batch_size: int) -> list[np.ndarray]:
     return [ordered[start : start + batch_size] for start in range(0, len(ordered), batch_size)]
 
 
+def minibatch_size(num_train: int, batch_size: int, batches_per_epoch: int) -> int:
+    """Seeds per mini-batch: batch_size, or (batches_per_epoch > 0) the size that cuts the
+    partition's training nodes into that many."""
+    return max(1, -(-num_train // batches_per_epoch)) if batches_per_epoch else batch_size
+
+
 def minibatch_plans(
     indptr: np.ndarray,
     indices: np.ndarray,

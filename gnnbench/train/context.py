@@ -15,7 +15,7 @@ from torch import nn
 from gnnbench.errors import NonFiniteLoss
 from gnnbench.train import forward
 from gnnbench.train.batch_source import BatchSource, PreparedBatch
-from gnnbench.train.batching import BatchPlan, cluster_plans, minibatch_plans
+from gnnbench.train.batching import BatchPlan, cluster_plans, minibatch_plans, minibatch_size
 from gnnbench.train.group import RankGroup
 from gnnbench.train.resident import ResidentPartitions, TrainingPart
 from gnnbench.train.spec import TrainSpec
@@ -60,11 +60,13 @@ class TrainingContext:
         if spec.strategy == "full":
             return [BatchPlan(key=0, seeds=train)] if len(train) else []
         if spec.strategy == "cluster":
-            return cluster_plans(*graph, train, part.clusters, spec.clusters_per_batch, rng,
+            return cluster_plans(*graph, train, part.groups, spec.clusters_per_batch, rng,
                                  spec.cluster_boundary)  # fmt: skip
-        size = spec.batch_size
-        if spec.batches_per_epoch:
-            size = max(1, -(-len(train) // spec.batches_per_epoch))
+        if spec.batching == "cmgcn":  # fixed batches, a new order each epoch
+            return [
+                BatchPlan(key=i, seeds=part.groups[i]) for i in rng.permutation(len(part.groups))
+            ]
+        size = minibatch_size(len(train), spec.batch_size, spec.batches_per_epoch)
         return minibatch_plans(*graph, train, size, spec.batching == "cohesive", rng)
 
     def batch_loss(self, batch: PreparedBatch) -> torch.Tensor:

@@ -23,7 +23,10 @@ from gnnbench.partition.stage.book import PartitionBook
 from gnnbench.process.atomic import disk_bytes
 from gnnbench.process.memory_limit import current_memory_limit, is_out_of_memory
 from gnnbench.process.peak_rss import current_rss_mb
+from gnnbench.progress import log as progress_log
+from gnnbench.train.batching import minibatch_size
 from gnnbench.train.clusters import clusters
+from gnnbench.train.cmgcn import cmgcn_batches
 from gnnbench.train.sampler import ALL_NEIGHBOURS, NeighbourSampler, batch_seed
 from gnnbench.train.spec import Job
 
@@ -40,7 +43,8 @@ class TrainingPart:
     sampler: NeighbourSampler  # train.fanouts
     full_sampler: NeighbourSampler  # every neighbour, one hop per layer (strategy=full)
     hop_sampler: NeighbourSampler  # every neighbour, one hop (layer-wise inference)
-    clusters: list[np.ndarray] | None = None  # the cluster strategy's fixed clusters
+    # fixed node groups: the cluster strategy's clusters or cmgcn's batches (train.batching)
+    groups: list[np.ndarray] | None = None
 
     @property
     def num_train(self) -> int:
@@ -68,6 +72,7 @@ class ResidentPartitions:
         self.indices = list(range(rank, self.book.p, world_size)) if self.book else [0]
         self.load_s = 0.0
         self._resident: TrainingPart | None = None
+        self._cmgcn: dict[int, list[np.ndarray]] = {}  # costly: computed once per partition
         if self.book is None:  # the whole graph: loaded once, resident for the run
             self.num_train = {0: self.get(0).num_train}
         else:  # the GNN-ready step's count, so nothing is loaded before its turn
@@ -87,6 +92,21 @@ class ResidentPartitions:
             raise
         self.load_s += time.perf_counter() - started
         return self._resident
+
+    def _cmgcn_batches(self, index: int, graph, train: np.ndarray) -> list[np.ndarray]:
+        """CM-GCN's batches of the partition (unit cost per node and layer), timed and logged:
+        their sizes follow the graph, not batch_size."""
+        spec, started = self.job.spec, time.perf_counter()
+        size = minibatch_size(len(train), spec.batch_size, spec.batches_per_epoch)
+        count = -(-len(train) // size)  # as many batches as random or cohesive batching makes
+        rng = np.random.default_rng(batch_seed(spec.seed, index))
+        batches = cmgcn_batches(*graph, train, count, np.ones(len(self.fanouts) + 1), rng)
+        sizes = sorted(map(len, batches)) or [0]
+        progress_log.info(
+            "partition %d: %d cmgcn batches in %.1f s, sizes %d to %d (median %d)", index,
+            len(batches), time.perf_counter() - started, sizes[0], sizes[-1], sizes[len(sizes) // 2],
+        )  # fmt: skip
+        return batches
 
     def _out_of_memory(self, index: int) -> OutOfMemory:
         """One line: the partition that did not fit, its size on disk, what the rank held."""
@@ -141,8 +161,12 @@ class ResidentPartitions:
             hop_sampler=NeighbourSampler(indptr, indices, [ALL_NEIGHBOURS]),
         )
         spec = self.job.spec
+        graph = (part.sampler.indptr, part.sampler.indices)
         if spec.strategy == "cluster":  # deterministic from its seed: recomputed, not kept
             seed = batch_seed(spec.seed, index)
-            graph = (part.sampler.indptr, part.sampler.indices)
-            part.clusters = clusters(*graph, spec.num_clusters, seed, spec.cluster_method)
+            part.groups = clusters(*graph, spec.num_clusters, seed, spec.cluster_method)
+        elif spec.strategy == "minibatch" and spec.batching == "cmgcn":
+            if index not in self._cmgcn:
+                self._cmgcn[index] = self._cmgcn_batches(index, graph, split["train"])
+            part.groups = self._cmgcn[index]
         return part

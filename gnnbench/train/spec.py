@@ -17,7 +17,7 @@ from gnnbench.errors import ConfigError
 from gnnbench.spec_keys import check_keys, whole_at_least, whole_axis
 
 STRATEGIES = ("minibatch", "full", "cluster")  # train.strategy (gnnbench/train/batching.py)
-BATCHINGS = ("random", "cohesive")  # train.batching, for strategy=minibatch
+BATCHINGS = ("random", "cohesive", "cmgcn")  # train.batching, for strategy=minibatch
 CLUSTER_METHODS = ("bfs", "metis", "louvain")  # train.cluster_method, for strategy=cluster
 # train.batch_preparation, with sampler_workers=0 (gnnbench/train/batch_source.py)
 BATCH_PREPARATIONS = ("inline", "thread")
