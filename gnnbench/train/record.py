@@ -27,6 +27,7 @@ class EpochRecord:
     sync_count: np.ndarray  # those all-reduces
     train_nodes_per_epoch: np.ndarray  # seeds trained by every rank together
     computation_cost: np.ndarray  # (node, layer) pairs of this rank's batches
+    largest_batch_nodes: np.ndarray  # seeds in this rank's largest batch
     batch_wait_s: np.ndarray  # seconds waiting for prepared batches
     bytes_read_mb: np.ndarray  # storage reads of this rank and its samplers (NaN: not counted)
 
@@ -56,6 +57,8 @@ class EpochRecord:
             "sync_count": float(self.sync_count.mean()),  # per epoch
             "train_nodes_per_epoch": float(self.train_nodes_per_epoch.min()),  # the fewest
             "computation_cost": float(cost.mean()),  # per epoch, all ranks
+            # per epoch, the largest on any rank (cmgcn's sizes follow the graph)
+            "largest_batch_nodes": float(self._worst(group, self.largest_batch_nodes).mean()),
             "batch_wait_s": float(waits.mean()),  # per epoch, the slowest-waiting rank's
             "bytes_read_mb": self._total_mean(group, self.bytes_read_mb),  # per epoch, all ranks
         }

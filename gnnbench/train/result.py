@@ -50,6 +50,7 @@ class TrainResult:
     )
     bytes_read_mb: float | None = None  # storage reads per epoch, every rank and sampler
     eval_bytes_read_mb: float | None = None  # storage reads per evaluation, every rank
+    largest_batch_nodes: float | None = None  # seeds of an epoch's largest batch (a baseline: None)
 
     @classmethod
     def from_summary(

@@ -71,6 +71,7 @@ class GradientAverage(TrainingMode):
             (loss * len(batch.seeds)).backward()
             record.train_loss[at] += finite_loss(loss, epoch, ctx.group.rank) * len(batch.seeds)
             record.computation_cost[at] += batch.cost
+            record.largest_batch_nodes[at] = max(record.largest_batch_nodes[at], len(batch.seeds))
             count = len(batch.seeds)
         local = torch.cat(
             [p.grad.reshape(-1) if p.grad is not None else torch.zeros_like(p).reshape(-1)
