@@ -222,6 +222,23 @@ def test_cohesive_verdict_against_46_percent(cohesive, verdict):
     assert claim_8.judge_cohesive(frame).verdict == verdict
 
 
+@pytest.mark.parametrize(("largest", "verdict"), [(15, "holds"), (60, "holds partly")])
+def test_cmgcn_is_judged_and_an_unbalanced_saving_holds_only_partly(largest, verdict):
+    """With cmgcn runs the claim is judged on them (the stand-in shown beside); a saving made by
+    one batch of many times the even share (10 of 100 nodes here) holds only partly."""
+    frame = pd.DataFrame(
+        {"dataset.name": "g", "train.batches_per_epoch": 10,
+         "train.batching": ["random", "cohesive", "cmgcn"],
+         "computation_cost": [100.0, 80.0, 40.0], "train_nodes_per_epoch": 100.0,
+         "largest_batch_nodes": [10.0, 10.0, largest]}
+    )  # fmt: skip
+    judged = claim_8.judge_cohesive(frame)
+    assert judged.verdict == verdict and "cmgcn saves 60%" in judged.ours
+    assert "the BFS stand-in saves 20%" in judged.ours
+    table = "\n".join(claim_8.detail_cohesive(frame))
+    assert "cmgcn saves" in table and f"{largest / 10:.2f}" in table
+
+
 @pytest.mark.parametrize(
     ("model_avg_times", "verdict"),
     [((1.3, 1.4), "refuted"), ((1.05, 1.4), "holds partly"), ((1.05, 0.9), "holds")],
@@ -408,7 +425,7 @@ def test_table_from_a_fixture_store(tmp_path):
     assert bars(rf) == {name: {"4": 0.25, "8": 0.25} for name in claim_1.RF_BASELINES}
     (cohesive,) = claim_8.plot_cohesive(claims.claim_frame(runs["claim_8"])).axes
     assert bars(cohesive) == {"10": {"g": pytest.approx(1 - 70 / 101)}}
-    assert "FINISHED: 0 of the 36 jobs" in text  # claim 4: the fixture's graph "g" is none planned
+    assert "FINISHED: 0 of the 54 jobs" in text  # claim 4: the fixture's graph "g" is none planned
     # p=2, lr 0.02 and optimizer_state=reset missing
     assert "FINISHED: 21 of the 30 jobs `claim_4c_centralized`" in text
     assert "| average | 0.802 ± 0.002 (n=3) |" in text and "| local | 0.797 ± 0.002 (n=3) |" in text
