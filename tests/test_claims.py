@@ -15,14 +15,19 @@ from hydra import compose, initialize_config_dir
 from gnnbench.composition import sweep_grid
 from gnnbench.errors import ConfigError
 from gnnbench.experiments import claims
+from gnnbench.experiments.claims import doc
 from gnnbench.experiments.claims.papers import batch_strategy as claim_9
 from gnnbench.experiments.claims.papers import cohesive_batches as claim_8
 from gnnbench.experiments.claims.papers import distdgl_memory as claim_3
 from gnnbench.experiments.claims.papers import grem_metis as claim_7
+from gnnbench.experiments.claims.papers import grem_resources as claim_14
+from gnnbench.experiments.claims.papers import metis_memory as claim_13
 from gnnbench.experiments.claims.papers import model_avg_accuracy as claim_4
+from gnnbench.experiments.claims.papers import pyg_memory as claim_15
 from gnnbench.experiments.claims.papers import sampler_workers as claim_10
 from gnnbench.experiments.claims.papers import spring_merge as claim_2
 from gnnbench.experiments.claims.papers import spring_rf as claim_1
+from gnnbench.experiments.claims.papers import spring_speed as claim_12
 from gnnbench.experiments.claims.papers import sync_speed as claim_6
 from gnnbench.experiments.claims.papers import training_systems as claim_11
 from gnnbench.paths import CONF_DIR
@@ -48,7 +53,7 @@ EXPERIMENTS = {
 
 def test_every_claim_has_its_configs_and_every_config_a_claim():
     assert set(EXPERIMENTS) == set(CLAIM_CONFIGS)
-    assert [claim.number for claim in claims.all_claims()] == list(range(1, 12))
+    assert [claim.number for claim in claims.all_claims()] == list(range(1, 16))
 
 
 def test_a_claim_number_registers_once():
@@ -498,8 +503,8 @@ def test_local_step_findings_follow_the_figures():
 
 def test_only_names_known_claims():
     assert [claim.number for claim in claims.selected("2,7")] == [2, 7]
-    with pytest.raises(ConfigError, match="no claim 12"):
-        claims.selected("12")
+    with pytest.raises(ConfigError, match="no claim 99"):
+        claims.selected("99")
     with pytest.raises(ConfigError, match="expected numbers"):
         claims.selected("one")
 
@@ -591,3 +596,57 @@ def test_claim_6_and_4_detail_and_plot():
     (ax,) = claim_4.plot_model_avg(four).axes  # model_avg only, the mean over seeds 0-2
     f1 = pytest.approx({1.0: 0.801, 10.0: 0.801, 20.0: 0.791})
     assert lines(ax) == {"g1": f1, "g2": f1}
+
+
+def _partition_rows(rows: list[tuple]) -> pd.DataFrame:
+    """partition_docs.partition_runs()'s frame from (graph, edges, partitioner, p, time, peak,
+    doc) tuples."""
+    columns = ["graph", "edges", "partitioner", "p", "partition_time_s", "partition_peak_mb", "doc"]
+    return pd.DataFrame(rows, columns=columns).assign(edge_cut=0.1, load_1m=0.5)
+
+
+def test_spring_speed_is_judged_at_scale_only():
+    small = [("g", 5e3, "spring", 4, 0.04, 1, "k"), ("g", 5e3, "twops", 4, 0.02, 1, "k")]
+    big = [("s", 2e7, "spring", 8, 1.0, 1, "s"), ("s", 2e7, "twops", 8, 4.5, 1, "s")]
+    judged = claim_12.judge_speed(_partition_rows(small + big))
+    assert judged.verdict == "holds" and "4.5x faster" in judged.ours  # 4.5 >= 0.8 x 5
+    slower = [(*row[:4], 0.5 if row[2] == "twops" else 1.0, *row[5:]) for row in big]
+    assert claim_12.judge_speed(_partition_rows(small + slower)).verdict == "refuted"
+    assert claim_12.judge_speed(_partition_rows(small)).verdict == "open"  # 2PS-L slower, small
+
+
+def test_metis_memory_names_the_variant_under_ten_times():
+    raw = 2e7 * 8 / 2**20
+    rows = [
+        ("s", 2e7, "metis", 16, 1, 9 * raw, "r"),
+        ("s", 2e7, "distdgl_metis", 4, 1, 40 * raw, "b"),
+    ]
+    judged = claim_13.judge_metis_memory(_partition_rows(rows))
+    assert judged.verdict == "holds partly" and "metis" in judged.why
+    assert "distdgl_metis 40.0x" in judged.ours and "metis 9.0x" in judged.ours
+
+
+def test_grem_resources_prefer_the_graphs_at_scale():
+    rows = [("g", 5e3, "grem", 4, 1.0, 1, "k"), ("g", 5e3, "metis", 4, 1.0, 4, "k"),
+            ("s", 2e7, "grem", 8, 1.0, 10, "s"), ("s", 2e7, "metis", 8, 9.0, 100, "s")]  # fmt: skip
+    judged = claim_14.judge_grem_resources(_partition_rows(rows))
+    assert judged.verdict == "holds" and "at scale" in judged.ours
+    judged = claim_14.judge_grem_resources(_partition_rows(rows[:2]))
+    assert judged.verdict == "refuted" and "small graphs only" in judged.ours
+
+
+def test_pyg_memory_saving_against_95_percent():
+    rows = [("g", 5e3, "spring", 4, 1, 4, "baseline_memory.csv"),
+            ("g", 5e3, "pyg_metis", 4, 1, 100, "baseline_memory.csv")]  # fmt: skip
+    judged = claim_15.judge_pyg_memory(_partition_rows(rows))
+    assert judged.verdict == "holds" and "96.0%" in judged.ours
+    rows[0] = ("g", 5e3, "spring", 4, 1, 50, "baseline_memory.csv")
+    assert claim_15.judge_pyg_memory(_partition_rows(rows)).verdict == "holds partly"
+
+
+def test_a_claim_on_partition_documents_shows_the_commands_that_remeasure_them():
+    lines = doc.section_lines(claim_13.CLAIM, _partition_rows([]), claim_13.judge_metis_memory(
+        _partition_rows([("s", 2e7, "metis", 16, 1, 1000, "r")])), None)  # fmt: skip
+    text = "\n".join(lines)
+    assert "    python scripts/rgg_scale.py" in text and "FINISHED:" not in text
+    assert "experiment=" not in text

@@ -61,6 +61,9 @@ class Claim:
     # claim exports nothing of its own (docs/claims/runs/ holds no copy of those runs).
     shared_experiment: str = ""
     runs_from: Callable[[], pd.DataFrame] | None = None
+    # A claim on the partition documents' committed measurements (docs/scale.csv, ...): the
+    # commands that remeasure them, shown instead of experiment configs and a job count.
+    produced_by: tuple[str, ...] = ()
 
     @property
     def experiment(self) -> str:
