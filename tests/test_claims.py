@@ -15,7 +15,7 @@ from hydra import compose, initialize_config_dir
 from gnnbench.composition import sweep_grid
 from gnnbench.errors import ConfigError
 from gnnbench.experiments import claims
-from gnnbench.experiments.claims import doc
+from gnnbench.experiments.claims import doc, partition_docs
 from gnnbench.experiments.claims.papers import batch_strategy as claim_9
 from gnnbench.experiments.claims.papers import cohesive_batches as claim_8
 from gnnbench.experiments.claims.papers import distdgl_memory as claim_3
@@ -401,7 +401,10 @@ def test_exporting_some_claims_keeps_the_others_files(tmp_path):
     assert not (folder / "claim_8.csv").exists() and runs["claim_8"].empty
 
 
-def test_table_from_a_fixture_store(tmp_path):
+def test_table_from_a_fixture_store(tmp_path, monkeypatch):
+    """The fixture store's runs alone: the partition documents (claims 12-15, the rows at scale
+    of claims 1, 3, 7) are read from an empty folder."""
+    monkeypatch.setattr(partition_docs, "DOCS", tmp_path / "no_docs")
     uri = _store(tmp_path)
     doc = tmp_path / "docs" / "claims.md"
     runs = claims.export_runs(uri, tmp_path / "runs")
@@ -411,9 +414,10 @@ def test_table_from_a_fixture_store(tmp_path):
     assert "25% lower" in verdicts[1].ours and "8/8" in verdicts[1].ours
     assert verdicts[2].verdict == "holds" and "1.6 to 1.9 orders" in verdicts[2].ours
     assert verdicts[8].verdict == "holds partly"  # ~30% saved, below CM-GCN's 46%
-    assert {verdicts[n].verdict for n in (3, 4, 5, 6, 7, 9, 10)} == {"open"}
+    assert {verdicts[n].verdict for n in (3, 4, 5, 6, 7, 9, 10, 12, 13, 14, 15)} == {"open"}
     text = doc.read_text()
-    assert text.count("| **open** |") == 7
+    assert text.count("| **open** |") == 11
+    assert "`python scripts/baseline_memory.py` and `python scripts/rgg_scale.py`" in text  # 13
     assert "| [8](#claim-8) |" in text and "`claim_8_cohesive_batches`" in text
     assert "70 ± 0 (n=3)" in text
     assert (
@@ -650,3 +654,23 @@ def test_a_claim_on_partition_documents_shows_the_commands_that_remeasure_them()
     text = "\n".join(lines)
     assert "    python scripts/rgg_scale.py" in text and "FINISHED:" not in text
     assert "experiment=" not in text
+
+
+def test_partition_claims_are_judged_at_scale_too(tmp_path, monkeypatch):
+    """docs/scale.csv's rows of >= 10 M edges join claim 1's own runs; the verdict names the
+    largest graph it rests on."""
+    monkeypatch.setattr(partition_docs, "DOCS", tmp_path)
+    scale = pd.DataFrame({
+        "target_edges": 2e7, "edges": 20_232_837, "feature_dim": 0, "p": 8, "error": None,
+        "partitioner": ["spring", *claim_1.RF_BASELINES], "replication_factor": [4.0] + [5.0] * 4,
+        "partition_time_s": 1.0, "partition_peak_mb": 10.0, "edge_cut": 0.5, "load_1m": 0.1,
+    })  # fmt: skip
+    scale.to_csv(tmp_path / "scale.csv", index=False)
+    own = pd.DataFrame({
+        "params.dataset.name": "g", "params.p": "4", "params.graph.num_edges": "5000",
+        "params.partitioner.name": ["spring", *claim_1.RF_BASELINES],
+        "metrics.replication_factor": [1.5] + [2.0] * 4,
+    })  # fmt: skip
+    frame = doc.claims_frame(claim_1.CLAIM, {"claim_1": own})
+    judged = claim_1.judge_rf(frame)
+    assert "8/8" in judged.ours and "synthetic 20 M edges (20.2 M edges)" in judged.ours

@@ -116,12 +116,21 @@ def study_section(claim: Claim, frame: pd.DataFrame) -> list[str]:
     return [*lines, job_count_line(frame, study.configs), "", *study.lines(frame), ""]
 
 
+def claims_frame(claim: Claim, runs: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """What a claim is judged on: its runs (or another document's), and its rows at scale."""
+    frame = claim.runs_from() if claim.runs_from else claim_frame(runs[claim.experiment])
+    if claim.scale_rows is None:
+        return frame
+    scale = claim.scale_rows()
+    return frame if frame.empty or scale.empty else pd.concat([frame, scale], ignore_index=True)
+
+
 def write_claims(runs: dict[str, pd.DataFrame], doc: Path = DOC) -> list[tuple[Claim, Verdict]]:
     """Judge every claim from its experiment's runs; write the doc and its plots
     (docs/claims/*.png)."""
     verdicts, sections = [], []
     for claim in all_claims():
-        frame = claim.runs_from() if claim.runs_from else claim_frame(runs[claim.experiment])
+        frame = claims_frame(claim, runs)
         verdict = judge(claim, frame)
         figure = claim.plot(frame) if claim.plot and verdict.verdict != "open" else None
         plot_name = f"claim_{claim.number}.png" if figure is not None else None
