@@ -151,6 +151,7 @@ def test_strategies_train_every_node_and_log_cost(graph, strategy):  # noqa: F81
     assert result.train_nodes_per_epoch == len(store.split()["train"])
     assert result.computation_cost > 0
     assert 0 < result.largest_batch_nodes <= result.train_nodes_per_epoch
+    assert result.computation_cost_s > 0 and len(result.cost_model) == 8  # 2 layers x 4
     assert result.history[-1]["train_loss"] < result.history[0]["train_loss"]
 
 

@@ -16,6 +16,7 @@ from gnnbench.errors import NonFiniteLoss
 from gnnbench.train import forward
 from gnnbench.train.batch_source import BatchSource, PreparedBatch
 from gnnbench.train.batching import BatchPlan, cluster_plans, minibatch_plans, minibatch_size
+from gnnbench.train.cost_model import LayerCosts
 from gnnbench.train.group import RankGroup
 from gnnbench.train.resident import ResidentPartitions, TrainingPart
 from gnnbench.train.spec import TrainSpec
@@ -46,6 +47,11 @@ class TrainingContext:
     multilabel: bool
     total_train: float
     state: ModelState
+    costs: LayerCosts | None  # CM-GCN's measured cost model (None: a model without blocks)
+
+    def batch_seconds(self, batch: PreparedBatch) -> float:
+        """C(B) of the batch under the cost model (0 without one)."""
+        return self.costs.batch_seconds(batch.blocks) if self.costs else 0.0
 
     def batch_specs(self, part: TrainingPart, epoch: int) -> list[tuple[int, BatchPlan, int]]:
         """The partition's batches for this epoch, as the batch source takes them."""

@@ -27,6 +27,7 @@ class EpochRecord:
     sync_count: np.ndarray  # those all-reduces
     train_nodes_per_epoch: np.ndarray  # seeds trained by every rank together
     computation_cost: np.ndarray  # (node, layer) pairs of this rank's batches
+    computation_cost_s: np.ndarray  # their C(B) under CM-GCN's measured cost model
     largest_batch_nodes: np.ndarray  # seeds in this rank's largest batch
     batch_wait_s: np.ndarray  # seconds waiting for prepared batches
     bytes_read_mb: np.ndarray  # storage reads of this rank and its samplers (NaN: not counted)
@@ -45,6 +46,7 @@ class EpochRecord:
         waits = self._worst(group, self.batch_wait_s)
         losses = group.all_reduce(torch.from_numpy(self.train_loss)).numpy() / total_train
         cost = group.all_reduce(torch.from_numpy(self.computation_cost)).numpy()
+        cost_s = group.all_reduce(torch.from_numpy(self.computation_cost_s)).numpy()
         sync = group.all_reduce(
             torch.tensor([self.sync_time_s.sum(), self.sync_wait_s.sum()], dtype=torch.float64),
             dist.ReduceOp.MAX,
@@ -57,6 +59,7 @@ class EpochRecord:
             "sync_count": float(self.sync_count.mean()),  # per epoch
             "train_nodes_per_epoch": float(self.train_nodes_per_epoch.min()),  # the fewest
             "computation_cost": float(cost.mean()),  # per epoch, all ranks
+            "computation_cost_s": float(cost_s.mean()),  # per epoch, all ranks
             # per epoch, the largest on any rank (cmgcn's sizes follow the graph)
             "largest_batch_nodes": float(self._worst(group, self.largest_batch_nodes).mean()),
             "batch_wait_s": float(waits.mean()),  # per epoch, the slowest-waiting rank's

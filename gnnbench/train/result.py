@@ -51,6 +51,9 @@ class TrainResult:
     bytes_read_mb: float | None = None  # storage reads per epoch, every rank and sampler
     eval_bytes_read_mb: float | None = None  # storage reads per evaluation, every rank
     largest_batch_nodes: float | None = None  # seeds of an epoch's largest batch (a baseline: None)
+    computation_cost_s: float | None = None  # C(B) per epoch under CM-GCN's measured cost model
+    # the cost model's constants: {"cost_model_forward_node_us_l1": ..., ...}
+    cost_model: dict[str, float] = dataclasses.field(default_factory=dict)
 
     @classmethod
     def from_summary(
@@ -58,9 +61,11 @@ class TrainResult:
     ) -> TrainResult:
         """From a rank's summary dict (it crosses the process boundary as JSON)."""
         fields = [
-            f for f in dataclasses.fields(cls) if f.name not in ("ogb", "num_workers", "mode")
-        ]
+            f for f in dataclasses.fields(cls)
+            if f.name not in ("ogb", "cost_model", "num_workers", "mode")
+        ]  # fmt: skip
         ogb = {key: value for key, value in summary.items() if "_ogb_" in key}
+        cost_model = {key: v for key, v in summary.items() if key.startswith("cost_model_")}
         return cls(
             **{
                 f.name: summary[f.name]
@@ -70,11 +75,12 @@ class TrainResult:
             num_workers=num_workers,
             mode=mode,
             ogb=ogb,
+            cost_model=cost_model,
         )
 
     def as_dict(self) -> dict[str, Any]:
-        """The flat record: every field, the OGB metric's keys in place of `ogb`."""
-        record = {
-            f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "ogb"
-        }
-        return {**record, **self.ogb}
+        """The flat record: every field, the OGB metric's and the cost model's keys in place of
+        `ogb` and `cost_model`."""
+        record = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+                  if f.name not in ("ogb", "cost_model")}  # fmt: skip
+        return {**record, **self.ogb, **self.cost_model}

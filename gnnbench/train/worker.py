@@ -22,6 +22,7 @@ from gnnbench.process.peak_rss import reset_peak_rss
 from gnnbench.progress import progress
 from gnnbench.train.batch_source import BatchSource
 from gnnbench.train.context import ModelState, TrainingContext
+from gnnbench.train.cost_model import calibrate
 from gnnbench.train.evaluation import Evaluator
 from gnnbench.train.group import RankGroup
 from gnnbench.train.models import build_model
@@ -42,6 +43,7 @@ class Worker:
         reset_peak_rss()  # train_peak_rss_mb: this process's own work from here
         torch.manual_seed(spec.seed)  # identical initial model on every rank
         model = build_model(job.num_features, job.num_classes, spec.model.as_config()).to(device)
+        self.costs = calibrate(model, job.num_features, self.group)  # CM-GCN's c_f and c_b
         self.source = BatchSource(
             spec.strategy,
             spec.seed,
@@ -82,8 +84,9 @@ class Worker:
             raise DataError(f"{job.store_path}: the split has no training nodes")
         state = ModelState(model, optimizers, global_state)
         return TrainingContext(
-            spec, group, self.partitions, self.source, job.multilabel, total_train, state
-        )
+            spec, group, self.partitions, self.source, job.multilabel, total_train, state,
+            self.costs,
+        )  # fmt: skip
 
     def run(self) -> dict:
         try:
@@ -143,6 +146,7 @@ class Worker:
             "gpu_peak_mb": group.gpu_peak_mb(),
             **memory,
             **self.evaluator.summary(losses),
+            **(self.costs.as_metrics() if self.costs else {}),
             "num_epochs": int(self.spec.epochs),
             "world_size": int(group.world_size),
             "device": group.device.type,

@@ -71,6 +71,7 @@ class GradientAverage(TrainingMode):
             (loss * len(batch.seeds)).backward()
             record.train_loss[at] += finite_loss(loss, epoch, ctx.group.rank) * len(batch.seeds)
             record.computation_cost[at] += batch.cost
+            record.computation_cost_s[at] += ctx.batch_seconds(batch)
             record.largest_batch_nodes[at] = max(record.largest_batch_nodes[at], len(batch.seeds))
             count = len(batch.seeds)
         local = torch.cat(
