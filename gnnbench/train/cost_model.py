@@ -23,9 +23,9 @@ from torch import nn
 from gnnbench.train.group import RankGroup
 from gnnbench.train.sampler import Block
 
-NODES = 256  # destination nodes of a calibration block
-DEGREE_LOW, DEGREE_HIGH = 1, 16  # neighbours per destination node of the two blocks
-REPEATS = 5  # timings per block and direction; the median is kept
+NODES = 128  # destination nodes of a calibration block
+DEGREE_LOW, DEGREE_HIGH = 1, 8  # neighbours per destination node of the two blocks
+REPEATS = 3  # timings per block and direction; the median is kept (the first warms up)
 FIELDS = ("forward_node", "forward_edge", "backward_node", "backward_edge")
 
 
