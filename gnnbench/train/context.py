@@ -47,7 +47,7 @@ class TrainingContext:
     multilabel: bool
     total_train: float
     state: ModelState
-    costs: LayerCosts | None  # CM-GCN's measured cost model (None: a model without blocks)
+    costs: LayerCosts | None = None  # CM-GCN's measured cost model (None: a model without blocks)
 
     def batch_seconds(self, batch: PreparedBatch) -> float:
         """C(B) of the batch under the cost model (0 without one)."""
