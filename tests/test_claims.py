@@ -21,6 +21,7 @@ from gnnbench.experiments.claims.papers import cohesive_batches as claim_8
 from gnnbench.experiments.claims.papers import distdgl_memory as claim_3
 from gnnbench.experiments.claims.papers import grem_metis as claim_7
 from gnnbench.experiments.claims.papers import grem_resources as claim_14
+from gnnbench.experiments.claims.papers import layers_hops as claim_16
 from gnnbench.experiments.claims.papers import metis_memory as claim_13
 from gnnbench.experiments.claims.papers import model_avg_accuracy as claim_4
 from gnnbench.experiments.claims.papers import pyg_memory as claim_15
@@ -53,7 +54,7 @@ EXPERIMENTS = {
 
 def test_every_claim_has_its_configs_and_every_config_a_claim():
     assert set(EXPERIMENTS) == set(CLAIM_CONFIGS)
-    assert [claim.number for claim in claims.all_claims()] == list(range(1, 16))
+    assert [claim.number for claim in claims.all_claims()] == list(range(1, 17))
 
 
 def test_a_claim_number_registers_once():
@@ -414,9 +415,9 @@ def test_table_from_a_fixture_store(tmp_path, monkeypatch):
     assert "25% lower" in verdicts[1].ours and "8/8" in verdicts[1].ours
     assert verdicts[2].verdict == "holds" and "1.6 to 1.9 orders" in verdicts[2].ours
     assert verdicts[8].verdict == "holds partly"  # ~30% saved, below CM-GCN's 46%
-    assert {verdicts[n].verdict for n in (3, 4, 5, 6, 7, 9, 10, 12, 13, 14, 15)} == {"open"}
+    assert {verdicts[n].verdict for n in (3, 4, 5, 6, 7, 9, 10, 12, 13, 14, 15, 16)} == {"open"}
     text = doc.read_text()
-    assert text.count("| **open** |") == 11
+    assert text.count("| **open** |") == 12
     assert "`python scripts/baseline_memory.py` and `python scripts/rgg_scale.py`" in text  # 13
     assert "| [8](#claim-8) |" in text and "`claim_8_cohesive_batches`" in text
     assert "70 ± 0 (n=3)" in text
@@ -674,3 +675,16 @@ def test_partition_claims_are_judged_at_scale_too(tmp_path, monkeypatch):
     frame = doc.claims_frame(claim_1.CLAIM, {"claim_1": own})
     judged = claim_1.judge_rf(frame)
     assert "8/8" in judged.ours and "synthetic 20 M edges (20.2 M edges)" in judged.ours
+
+
+def test_layers_hops_judged_per_graph_and_depth():
+    rows = [
+        {"dataset.name": "g", "model.layers": layers, "partitioner.hops": hops, "seed": 0,
+         "test_f1_micro": f1}
+        for layers, f1s in ((2, (0.70, 0.80, 0.805, 0.80)), (3, (0.70, 0.80, 0.80, 0.84)))
+        for hops, f1 in enumerate(f1s)
+    ]  # fmt: skip
+    judged = claim_16.judge_layers_hops(pd.DataFrame(rows))
+    assert judged.verdict == "holds partly"  # three hops gain 0.04 with 3 layers
+    assert "2-3 hops - one hop +0.005 to +0.040" in judged.ours
+    assert any("layers" in line for line in claim_16.detail_layers_hops(pd.DataFrame(rows)))

@@ -29,7 +29,7 @@ PARAM, METRIC = "params.", "metrics."
 NUMERIC_PARAMS = (
     "p", "seed", "sync_interval", "partitioner.hops", "partitioner.chunk_fraction",
     "train.batches_per_epoch", "train.sampler_workers", "train.epochs", "train.lr",
-    "graph.num_nodes", "graph.num_edges", "graph.feature_dim",
+    "graph.num_nodes", "graph.num_edges", "graph.feature_dim", "model.layers",
 )  # fmt: skip
 GROUP_COLUMNS = {"dataset": "dataset.name", "partitioner": "partitioner.name",
                  "model": "model.name", "train": "train.mode"}  # fmt: skip
