@@ -20,6 +20,7 @@ from __future__ import annotations
 import pandas as pd
 from omegaconf import OmegaConf
 
+from gnnbench.experiments.claims.tables import frame_markdown
 from gnnbench.paths import CONF_DIR, REPO_ROOT
 
 DOCS = REPO_ROOT / "docs"
@@ -129,3 +130,11 @@ def size_note(frame: pd.DataFrame, graphs: pd.Index | None = None) -> str:
         return ""
     name = rows.loc[edges.idxmax(), "dataset.name"]
     return f"; largest graph judged: {name} ({edges.max() / 1e6:.1f} M edges)"
+
+
+def by_size_markdown(table: pd.DataFrame, names: dict[str, str], fmt: str) -> list[str]:
+    """A claim's per-graph table as Markdown: smallest graph first, edges in millions, columns
+    renamed by `names`."""
+    table = table.sort_index().sort_values("edges", kind="stable")
+    table = table.assign(edges=table["edges"].map(lambda e: f"{e / 1e6:.3g} M"))
+    return frame_markdown(table.rename(columns=names), fmt)

@@ -14,7 +14,7 @@ import pandas as pd
 
 from gnnbench.experiments.claims import partition_docs as docs
 from gnnbench.experiments.claims.claim import Claim, register, share_half, two_halves
-from gnnbench.experiments.claims.tables import frame_markdown, span
+from gnnbench.experiments.claims.tables import span
 
 MEMORY_LOW, TIME_LOW = 8.0, 8.0  # the low ends of Armada's ranges
 
@@ -58,10 +58,8 @@ def judge_grem_resources(frame: pd.DataFrame):
 
 def detail_grem_resources(frame: pd.DataFrame) -> list[str]:
     """METIS / GREM memory and time per graph and p, largest graphs last."""
-    table = ratios(frame).sort_index().sort_values("edges", kind="stable")
-    table = table.assign(edges=table["edges"].map(lambda e: f"{e / 1e6:.3g} M"))
-    table = table.rename(columns={"memory": "METIS / GREM peak", "time": "METIS / GREM time"})
-    return frame_markdown(table, ".3g")
+    names = {"memory": "METIS / GREM peak", "time": "METIS / GREM time"}
+    return docs.by_size_markdown(ratios(frame), names, ".3g")
 
 
 CLAIM = register(

@@ -14,7 +14,7 @@ import pandas as pd
 
 from gnnbench.experiments.claims import partition_docs as docs
 from gnnbench.experiments.claims.claim import Claim, Verdict, register
-from gnnbench.experiments.claims.tables import frame_markdown, span
+from gnnbench.experiments.claims.tables import span
 
 PAPER_RATIO = 10.0  # "more than 10x" (21.19 GB / 1.68 GB = 12.6x)
 EDGE_BYTES = 8  # two int32 node ids per undirected edge
@@ -58,9 +58,7 @@ def judge_metis_memory(frame: pd.DataFrame) -> Verdict | None:
 
 def detail_metis_memory(frame: pd.DataFrame) -> list[str]:
     """Peak, raw size and ratio per graph and METIS variant, largest graphs last."""
-    table = ratios(frame).sort_index().sort_values("edges", kind="stable")
-    table = table.assign(edges=table["edges"].map(lambda e: f"{e / 1e6:.3g} M"))
-    return frame_markdown(table.rename(columns={"ratio": "peak / raw"}), ".4g")
+    return docs.by_size_markdown(ratios(frame), {"ratio": "peak / raw"}, ".4g")
 
 
 CLAIM = register(

@@ -12,7 +12,7 @@ import pandas as pd
 
 from gnnbench.experiments.claims import partition_docs as docs
 from gnnbench.experiments.claims.claim import Claim, Verdict, register
-from gnnbench.experiments.claims.tables import frame_markdown, span
+from gnnbench.experiments.claims.tables import span
 
 PAPER_SAVING = 0.95  # "up to 95% less"
 
@@ -47,11 +47,9 @@ def judge_pyg_memory(frame: pd.DataFrame) -> Verdict | None:
 
 def detail_pyg_memory(frame: pd.DataFrame) -> list[str]:
     """Both peaks (MB) and the saving per graph, largest last."""
-    table = savings(frame).sort_values("edges")
-    table = table.assign(edges=table["edges"].map(lambda e: f"{e / 1e6:.3g} M"))
-    table = table.rename(columns={"spring": "spring MB", "pyg_metis": "pyg_metis MB",
-                                  "saving": "1 - spring / pyg_metis"})  # fmt: skip
-    return frame_markdown(table, ".4g")
+    names = {"spring": "spring MB", "pyg_metis": "pyg_metis MB",
+             "saving": "1 - spring / pyg_metis"}  # fmt: skip
+    return docs.by_size_markdown(savings(frame), names, ".4g")
 
 
 CLAIM = register(

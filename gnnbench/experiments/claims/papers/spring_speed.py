@@ -12,7 +12,7 @@ import pandas as pd
 
 from gnnbench.experiments.claims import partition_docs as docs
 from gnnbench.experiments.claims.claim import Claim, Verdict, register
-from gnnbench.experiments.claims.tables import frame_markdown, span
+from gnnbench.experiments.claims.tables import span
 
 PAPER_SPEEDUP = 5.0  # "up to 5x" (Fig. 7, p = 4)
 NEAR = 0.8  # holds when SPRING's best speed-up reaches this share of the paper's
@@ -54,11 +54,8 @@ def judge_speed(frame: pd.DataFrame) -> Verdict | None:
 
 def detail_speed(frame: pd.DataFrame) -> list[str]:
     """Both times and the speed-up per graph and p, largest graphs last."""
-    table = speedups(frame).sort_index().sort_values("edges", kind="stable")
-    table = table.assign(edges=table["edges"].map(lambda e: f"{e / 1e6:.3g} M"))
-    table = table.rename(columns={"spring": "spring s", "twops": "twops s",
-                                  "speedup": "twops / spring"})  # fmt: skip
-    return frame_markdown(table, ".3g")
+    names = {"spring": "spring s", "twops": "twops s", "speedup": "twops / spring"}
+    return docs.by_size_markdown(speedups(frame), names, ".3g")
 
 
 CLAIM = register(
