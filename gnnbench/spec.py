@@ -16,7 +16,7 @@ from gnnbench.data.spec import DataSpec
 from gnnbench.errors import ConfigError
 from gnnbench.partition.num_parts import MemoryBudget
 from gnnbench.partition.spec import PartitionSpec
-from gnnbench.spec_keys import check_keys, plain, whole_axis
+from gnnbench.spec_keys import check_keys, num_parts, plain, whole_axis
 from gnnbench.tracking_spec import TrackingSpec
 from gnnbench.train.modes import TRAINING_MODES
 from gnnbench.train.spec import TrainSpec
@@ -54,7 +54,7 @@ class JobSpec:
             data=DataSpec.from_config(_section(config, "dataset")),
             partition=PartitionSpec.from_config(_section(config, "partitioner")),
             train=_train(config),
-            p=_num_parts(config["p"]),
+            p=num_parts(config["p"], auto=True),
             memory_budget=_memory_budget(config),
             num_gpus=whole_axis("num_gpus", config["num_gpus"], 1, "worker"),
             seed=whole_axis("seed", config["seed"]),
@@ -82,16 +82,6 @@ def _section(config: Mapping[str, Any], key: str) -> dict[str, Any]:
     if not isinstance(value, Mapping):
         raise ConfigError(f"{key}: expected a config group, got {value!r}")
     return dict(value)
-
-
-def _num_parts(value: Any) -> int | str:
-    if value == "auto":
-        return value
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ConfigError(f"p: expected a whole number or auto, got {value!r}")
-    if value < 1:
-        raise ConfigError(f"p: expected at least 1 partition, got {value}")
-    return value
 
 
 def _flag(config: Mapping[str, Any], key: str) -> bool:

@@ -80,6 +80,26 @@ def whole_at_least(name: str, value: Any, least: int) -> int:
     return value
 
 
+def num_parts(
+    value: Any, *, num_nodes: int | None = None, dataset: str = "", auto: bool = False
+) -> Any:
+    """p, checked by one rule wherever it is read: a whole number of partitions >= 1 (numpy's
+    too), or "auto" where the run has yet to choose (`auto`); with the graph's node count, at
+    most that many."""
+    if auto and value == "auto":
+        return value
+    if isinstance(value, bool) or not isinstance(value, int) and not hasattr(value, "__index__"):
+        expected = "a whole number or auto" if auto else "a whole number of partitions"
+        raise ConfigError(f"p: expected {expected}, got {value!r}")
+    if value < 1:
+        raise ConfigError(f"p: expected at least 1 partition, got {value}")
+    if num_nodes is not None and value > num_nodes:
+        raise ConfigError(
+            f"p={value} is larger than the number of nodes of {dataset} ({num_nodes})"
+        )
+    return int(value)
+
+
 def whole_axis(name: str, value: Any, least: int | None = None, unit: str = "") -> int:
     """A sweep axis (sync_interval, num_gpus, seed): an int (not a bool), >= `least` if given;
     the two ways it can be wrong say which."""

@@ -104,17 +104,6 @@ def streaming_partitioners() -> list[str]:
     ]
 
 
-def check_num_parts(p: Any, num_nodes: int, dataset: str) -> int:
-    """p must be a whole number in [1, num_nodes]."""
-    if isinstance(p, bool) or not isinstance(p, int | np.integer):
-        raise ConfigError(f"p: expected a whole number of partitions, got {p!r}")
-    if p < 1:
-        raise ConfigError(f"p: expected at least 1 partition, got {p}")
-    if p > num_nodes:
-        raise ConfigError(f"p={p} is larger than the number of nodes of {dataset} ({num_nodes})")
-    return int(p)
-
-
 # What the refinement post-pass may lower (gnnbench/partition/refine.py): the spec checks the key,
 # and the refinement checks a value passed to it directly.
 REFINE_OBJECTIVES = ("edge_cut", "replication")

@@ -21,7 +21,7 @@ import numpy as np
 
 from gnnbench.data.store import GraphStore
 from gnnbench.errors import GnnbenchError, OutOfMemory, error_record, from_record
-from gnnbench.partition.base import algorithm_version, check_num_parts, partitioner_traits
+from gnnbench.partition.base import algorithm_version, partitioner_traits
 from gnnbench.partition.refine import warm_up as warm_up_refine
 from gnnbench.partition.spec import PartitionSpec
 from gnnbench.partition.stage.book import (
@@ -43,6 +43,7 @@ from gnnbench.process.memory_limit import (
     uncapped,
 )
 from gnnbench.process.peak_rss import PeakRss
+from gnnbench.spec_keys import num_parts
 
 
 def run_partition_stage(
@@ -53,7 +54,7 @@ def run_partition_stage(
     `node_data=False` (partition-only runs) skips copying features and labels into the partitions,
     which for feature-rich graphs is most of the book's size on disk; a full book serves it too.
     """
-    check_num_parts(p, store.num_nodes, store.name)
+    num_parts(p, num_nodes=store.num_nodes, dataset=store.name)
     full_book = book_path(store.name, store.fingerprint, partitioner, p, seed)
     dest = (
         full_book
@@ -293,7 +294,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         store = GraphStore(Path(args.store))
-        check_num_parts(args.p, store.num_nodes, store.name)
+        num_parts(args.p, num_nodes=store.num_nodes, dataset=store.name)
         partition_into(
             store,
             partitioner=PartitionSpec.from_config(json.loads(args.partitioner)),
