@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from gnnbench.errors import ConfigError
 from gnnbench.train import cmgcn
 from gnnbench.train.batching import computation_cost
 from gnnbench.train.sampler import ALL_NEIGHBOURS, NeighbourSampler
@@ -99,3 +100,11 @@ def test_batches_stop_at_one_element_each():
     batches = cmgcn.cmgcn_batches(indptr, indices, np.array([2, 5]), 4, np.ones(2),
                                   np.random.default_rng(0))  # fmt: skip
     assert sorted(map(list, batches)) == [[2], [5]]
+
+
+def test_covers_too_large_to_split_are_one_line(monkeypatch):
+    monkeypatch.setattr(cmgcn, "MAX_PAIRS", 50)
+    indptr, indices = random_graph(300, 0.02, 5)
+    with pytest.raises(ConfigError, match=r"^train.batching=cmgcn: .* more than 50 \(node"):
+        cmgcn.cmgcn_batches(indptr, indices, np.arange(0, 300, 3), 6, np.ones(3),
+                            np.random.default_rng(0))  # fmt: skip

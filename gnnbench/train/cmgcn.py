@@ -25,16 +25,20 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from gnnbench.errors import ConfigError
 from gnnbench.train.batching import bfs_order
 
 # Queyranne's O(m^3) on m elements: 512 takes about a second per top-level split here (numba)
 MAX_ELEMENTS = 512
+# The elements' covers in all (8 bytes a pair, copied a few times while splitting): ~256 MB
+MAX_PAIRS = 1 << 25
 
 
 @numba.njit(cache=True, nogil=True)
-def _covers(indptr, indices, element_indptr, element_nodes, layers):
+def _covers(indptr, indices, element_indptr, element_nodes, layers, max_pairs):
     """Each element's cover as CSR: pair ids radius * n + node for every node within `radius`
-    hops of the element's nodes, radius 0..layers (a node at distance d is in radii d..layers)."""
+    hops of the element's nodes, radius 0..layers (a node at distance d is in radii d..layers).
+    Stops at `max_pairs` in all, returning an indptr whose last entry is -1."""
     n = indptr.shape[0] - 1
     count = element_indptr.shape[0] - 1
     stamp = np.full(n, -1, dtype=np.int64)
@@ -66,8 +70,11 @@ def _covers(indptr, indices, element_indptr, element_nodes, layers):
         for i in range(tail):
             v = queue[i]
             for radius in range(dist[v], layers + 1):
+                if size == max_pairs:
+                    cover_indptr[count] = -1
+                    return cover_indptr, pairs[:0].copy()
                 if size == pairs.shape[0]:
-                    grown = np.empty(2 * size, dtype=np.int64)
+                    grown = np.empty(min(2 * size, max_pairs), dtype=np.int64)
                     grown[:size] = pairs
                     pairs = grown
                 pairs[size] = radius * n + v
@@ -214,9 +221,16 @@ class Covers:
         element_indptr = np.concatenate([[0], np.cumsum(sizes)])
         nodes = np.concatenate(groups).astype(np.int64) if groups else np.zeros(0, np.int64)
         layers = len(self.layer_weights) - 1
-        self.indptr, self.pairs = _covers(
-            np.asarray(indptr, dtype=np.int64), np.asarray(indices), element_indptr, nodes, layers
-        )
+        self.indptr, self.pairs = _covers(np.asarray(indptr, dtype=np.int64),
+                                          np.asarray(indices), element_indptr, nodes, layers,
+                                          MAX_PAIRS)  # fmt: skip
+        if self.indptr[-1] < 0:
+            raise ConfigError(
+                f"train.batching=cmgcn: the training nodes' {layers}-hop computational graphs "
+                f"hold more than {MAX_PAIRS:,} (node, layer) pairs on this partition, more than "
+                "Algorithms 1-2 can split in memory here; use train.batching=cohesive, fewer "
+                "model layers or a larger p"
+            )
 
     def cost(self, block: np.ndarray) -> float:
         """C(block): the weight of its elements' covers' union."""
