@@ -42,6 +42,11 @@ def arguments(argv: Sequence[str] | None) -> argparse.Namespace:
         help="read the runs from this store and export them to docs/claims/runs/ (default: read "
         f"the exported runs; with --run: sqlite:///{REPO_ROOT / 'mlflow.db'})",
     )
+    parser.add_argument(
+        "--merge", action="store_true",
+        help="with --tracking-uri: keep the committed runs of jobs the store has none of (a claim "
+        "run over several sittings, each on a fresh store)",
+    )  # fmt: skip
     parser.add_argument("--out", type=Path, default=DOC, help="the Markdown file to write")
     return parser.parse_args(argv)
 
@@ -56,7 +61,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         folder = args.out.parent / "claims" / "runs"
         only = claims if args.only else None  # the other claims' exported runs are kept
         runs = (
-            export_runs(args.tracking_uri, folder, only) if args.tracking_uri else read_runs(folder)
+            export_runs(args.tracking_uri, folder, only, args.merge)
+            if args.tracking_uri
+            else read_runs(folder)
         )
     except GnnbenchError as exc:
         print(f"claims.py: error: {exc}", file=sys.stderr)

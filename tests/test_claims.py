@@ -688,3 +688,36 @@ def test_layers_hops_judged_per_graph_and_depth():
     assert judged.verdict == "holds partly"  # three hops gain 0.04 with 3 layers
     assert "2-3 hops - one hop +0.005 to +0.040" in judged.ours
     assert any("layers" in line for line in claim_16.detail_layers_hops(pd.DataFrame(rows)))
+
+
+def _claim_8_store(path: Path, jobs: dict[str, float]) -> str:
+    """A store of claim 8 jobs on cora, 10 batches, seed 0: {batching: computation_cost}."""
+    import mlflow
+    from mlflow.entities import Metric, Param
+
+    uri = f"sqlite:///{path}"
+    client = mlflow.MlflowClient(tracking_uri=uri)
+    experiment_id = client.create_experiment("claim_8", (path.parent / path.stem).as_uri())
+    for batching, cost in jobs.items():
+        run = client.create_run(experiment_id, tags={"gnnbench.role": "job", "run_key": batching})
+        params = {"dataset.name": "cora", "train.batching": batching, "seed": 0,
+                  "train.batches_per_epoch": 10, "train.mode": "centralized"}  # fmt: skip
+        client.log_batch(run.info.run_id, metrics=[Metric("computation_cost", cost, 0, 0)],
+                         params=[Param(k, str(v)) for k, v in params.items()])  # fmt: skip
+        client.set_terminated(run.info.run_id, "FINISHED")
+    return uri
+
+
+def test_merged_export_adds_a_sitting_s_runs_to_the_committed_ones(tmp_path):
+    """--merge: the committed runs of jobs the new store lacks stay; a job in both takes the
+    store's run; without --merge the store's runs replace the file."""
+    folder, eight = tmp_path / "runs", claims.selected("8")
+    first = _claim_8_store(tmp_path / "first.db", {"random": 100.0, "cohesive": 80.0})
+    claims.export_runs(first, folder, eight)
+    second = _claim_8_store(tmp_path / "second.db", {"cohesive": 70.0, "cmgcn": 40.0})
+    runs = claims.export_runs(second, folder, eight, merge=True)
+    costs = dict(zip(runs["claim_8"]["params.train.batching"],
+                     runs["claim_8"]["metrics.computation_cost"], strict=True))  # fmt: skip
+    assert costs == {"random": 100.0, "cohesive": 70.0, "cmgcn": 40.0}
+    assert len(claims.read_runs(folder)["claim_8"]) == 3
+    assert len(claims.export_runs(second, folder, eight)["claim_8"]) == 2

@@ -81,13 +81,21 @@ def experiments(claims=None) -> list[str]:
     return names + [claim.study.experiment for claim in claims if claim.study]
 
 
-def export_runs(tracking_uri: str, folder: Path = RUNS, claims=None) -> dict[str, pd.DataFrame]:
+def export_runs(
+    tracking_uri: str, folder: Path = RUNS, claims=None, merge: bool = False
+) -> dict[str, pd.DataFrame]:
     """The claims' runs from the store, also written to `folder/<experiment>.csv` (an experiment
     without runs: no file) so that the doc regenerates from the repository. With `claims`, only
     theirs are exported; the others' are read from `folder` as they were (`--only 6` on a store
-    holding claim 6 alone must not delete the other claims' files)."""
-    frames = read_runs(folder) if claims is not None and folder.is_dir() else {}
-    frames |= {name: store_runs(tracking_uri, name) for name in experiments(claims)}
+    holding claim 6 alone must not delete the other claims' files). With `merge`, an experiment's
+    committed runs are kept beside the store's, a job's run in the store replacing its committed
+    one: a claim run over several sittings, each on a fresh store, adds up."""
+    committed = read_runs(folder) if folder.is_dir() and (claims is not None or merge) else {}
+    frames = dict(committed) if claims is not None else {}
+    for name in experiments(claims):
+        stored = store_runs(tracking_uri, name)
+        old = committed.get(name, pd.DataFrame())
+        frames[name] = merged_runs(old, stored, name) if merge and not old.empty else stored
     folder.mkdir(parents=True, exist_ok=True)
     for name in experiments(claims):
         frame, path = frames[name], folder / f"{name}.csv"
@@ -157,15 +165,40 @@ def planned_jobs(configs: Sequence[str]) -> tuple[list[str], set]:
     return columns, jobs
 
 
-def job_count_line(frame: pd.DataFrame, configs: Sequence[str]) -> str:
-    """How many of the jobs the configs plan have a FINISHED run in `frame`."""
-    columns, jobs = planned_jobs(configs)
-    done = set()
+def job_identities(frame: pd.DataFrame, columns: Sequence[str]) -> list[str] | None:
+    """Each run's job (text_identity over the swept `columns`) in a claim frame; None when the
+    runs lack a column (a key added later reads at its neutral value)."""
     added = [column for column in columns if column in KEYS_ADDED_LATER]
     if not frame.empty:  # no run may have logged a key added later yet
         frame = frame.assign(**{column: frame.get(column) for column in added})
-    if has_columns(frame, *columns):
-        for row in frame[columns].astype(object).to_dict("records"):
-            done.add(text_identity({column: as_text(value) for column, value in row.items()}))
+    if not has_columns(frame, *columns):
+        return None
+    return [text_identity({column: as_text(value) for column, value in row.items()})
+            for row in frame[list(columns)].astype(object).to_dict("records")]  # fmt: skip
+
+
+def merged_runs(committed: pd.DataFrame, stored: pd.DataFrame, experiment: str) -> pd.DataFrame:
+    """The committed runs of `experiment` whose job the store has no run of, then the store's."""
+    configs = next(c for claim in all_claims() for name, c in _experiment_configs(claim)
+                   if name == experiment)  # fmt: skip
+    columns, _ = planned_jobs(configs)
+    old = job_identities(claim_frame(committed), columns)
+    new = set(job_identities(claim_frame(stored), columns) or []) if not stored.empty else set()
+    if old is None:
+        raise DataError(f"{RUNS / experiment}.csv: cannot merge, its runs lack one of the job "
+                        f"columns {', '.join(columns)}")  # fmt: skip
+    kept = committed[[identity not in new for identity in old]]
+    return pd.concat([kept, stored], ignore_index=True) if not stored.empty else kept
+
+
+def _experiment_configs(claim: Claim) -> list[tuple[str, tuple[str, ...]]]:
+    pairs = [(claim.experiment, claim.configs)]
+    return pairs + ([(claim.study.experiment, claim.study.configs)] if claim.study else [])
+
+
+def job_count_line(frame: pd.DataFrame, configs: Sequence[str]) -> str:
+    """How many of the jobs the configs plan have a FINISHED run in `frame`."""
+    columns, jobs = planned_jobs(configs)
+    done = set(job_identities(frame, columns) or [])
     names = ", ".join(f"`{name}`" for name in configs)
     return f"FINISHED: {len(done & jobs)} of the {len(jobs)} jobs {names} plan."
