@@ -32,12 +32,13 @@ def added_key_values(frame: pd.DataFrame, column: str) -> pd.Series:
 
 
 def mean_std_table(
-    frame: pd.DataFrame, index: Sequence[str], columns: str, value: str
+    frame: pd.DataFrame, index: Sequence[str], columns: str, value: str, order=None
 ) -> list[str]:
-    """Markdown: mean ± std over seeds (n runs) of a metric, one cell per index x column."""
+    """Markdown: mean ± std over seeds (n runs) of a metric, one cell per index x column;
+    `order` a sort key for the columns (numbers first, then text, by default)."""
     grouped = frame.groupby([*index, columns])[value].agg(["mean", "std", "size"])
     wide = grouped.unstack(columns)
-    names = sorted(wide["mean"].columns, key=_order)
+    names = sorted(wide["mean"].columns, key=order or _order)
     short = short_name(columns)
     heads = [*map(short_name, index), *(f"{short} {n}" for n in names)]
     lines = ["| " + " | ".join(heads) + " |"]

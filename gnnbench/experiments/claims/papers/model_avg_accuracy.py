@@ -75,7 +75,14 @@ def judge_model_avg(frame: pd.DataFrame) -> Verdict | None:
 def detail_model_avg(frame: pd.DataFrame) -> list[str]:
     """Test micro-F1 per graph and mode / interval, mean ± std over seeds."""
     labelled = frame.assign(**{"mode / interval": mode_labels(frame)})
-    return mean_std_table(labelled, ["dataset.name"], "mode / interval", "test_f1_micro")
+    return mean_std_table(labelled, ["dataset.name"], "mode / interval", "test_f1_micro",
+                          order=_label_order)  # fmt: skip
+
+
+def _label_order(label: str) -> tuple:
+    """centralized, grad_avg, then model_avg by interval (5 before 10)."""
+    mode, _, interval = label.partition(" / ")
+    return (mode != "centralized", mode != "grad_avg", float(interval or 0))
 
 
 def plot_model_avg(frame: pd.DataFrame):
