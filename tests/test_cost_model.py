@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import torch
 
 from gnnbench.train.cost_model import FIELDS, LayerCosts, calibrate
@@ -36,3 +37,13 @@ def test_batch_seconds_sums_node_and_edge_costs_per_layer():
     blocks = [Block(np.zeros((2, 7)), 9, 4), Block(np.zeros((2, 3)), 4, 2)]
     # layer 1: 4 targets x (1 + 2) + 7 edges x (0.1 + 0.2); layer 2: 2 x 30 + 3 x 3
     assert costs.batch_seconds(blocks) == 4 * 3 + 7 * 0.3 + 2 * 30 + 3 * 3
+
+
+@pytest.mark.parametrize("extra", [{"name": "gat", "heads": 2}, {"name": "gcn"},
+                                   {"input_nodes": 100}])  # fmt: skip
+def test_every_block_model_is_calibrated(extra):
+    """GAT's heads, GCN, and a model behind a learnable input table (its layers measured on
+    inputs as wide as the table's rows, not on node ids)."""
+    model = build_model(32, 4, {**SAGE, **extra})
+    costs = calibrate(model, 32, RankGroup(0, 1, torch.device("cpu")))
+    assert costs.seconds.shape == (2, len(FIELDS))

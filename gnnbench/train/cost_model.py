@@ -103,7 +103,10 @@ def measure(model: nn.Module, num_features: int, device: torch.device) -> np.nda
 
 def calibrate(model: nn.Module, num_features: int, group: RankGroup) -> LayerCosts | None:
     """Rank 0's measurement, shared with every rank; None for a model without layers over
-    blocks (an MLP: C(B) is its inputs alone)."""
+    blocks (an MLP: C(B) is its inputs alone). A model behind a learnable input table
+    (EmbeddingInput) is measured on its layers, their inputs as wide as the table's rows."""
+    if hasattr(model, "table") and hasattr(model, "inner"):
+        model, num_features = model.inner, model.table.embedding_dim
     if not hasattr(model, "layer") or not getattr(model, "num_layers", 0):
         return None
     if group.rank == 0:
