@@ -36,6 +36,13 @@ class EpochRecord:
     def zeros(cls, epochs: int) -> EpochRecord:
         return cls(**{field.name: np.zeros(epochs) for field in dataclasses.fields(cls)})
 
+    def add_batch(self, at: int, batch, seconds: float) -> None:
+        """A trained batch's figures added to epoch index `at`: its unit cost, its cost under
+        the cost model (`seconds`) and its seeds towards the largest batch."""
+        self.computation_cost[at] += batch.cost
+        self.computation_cost_s[at] += seconds
+        self.largest_batch_nodes[at] = max(self.largest_batch_nodes[at], len(batch.seeds))
+
     def run_figures(
         self, group: RankGroup, total_train: float
     ) -> tuple[dict[str, float], np.ndarray]:

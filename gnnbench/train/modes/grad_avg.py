@@ -70,9 +70,7 @@ class GradientAverage(TrainingMode):
             loss = ctx.batch_loss(batch)
             (loss * len(batch.seeds)).backward()
             record.train_loss[at] += finite_loss(loss, epoch, ctx.group.rank) * len(batch.seeds)
-            record.computation_cost[at] += batch.cost
-            record.computation_cost_s[at] += ctx.batch_seconds(batch)
-            record.largest_batch_nodes[at] = max(record.largest_batch_nodes[at], len(batch.seeds))
+            record.add_batch(at, batch, ctx.batch_seconds(batch))
             count = len(batch.seeds)
         local = torch.cat(
             [p.grad.reshape(-1) if p.grad is not None else torch.zeros_like(p).reshape(-1)

@@ -59,28 +59,25 @@ class ModelAverage(TrainingMode):
                 state.optimizers[index].state.clear()
             for epoch in range(first_epoch, first_epoch + length):
                 started, waited = time.perf_counter(), ctx.source.wait_s
-                loss, (cost, cost_s), largest = self.train_epoch(part, epoch + 1)
+                loss = self.train_epoch(part, epoch + 1, record)
                 batch_wait = ctx.source.wait_s - waited
                 record.batch_wait_s[epoch] += batch_wait
                 ctx.group.wait_for_device()
                 # compute alone, as grad_avg counts it: the wait for batches is batch_wait_s
                 record.compute_time_s[epoch] += time.perf_counter() - started - batch_wait
                 record.train_loss[epoch] += loss
-                record.computation_cost[epoch] += cost
-                record.computation_cost_s[epoch] += cost_s
-                record.largest_batch_nodes[epoch] = max(record.largest_batch_nodes[epoch], largest)
             states.append(_clone(state.model.state_dict()))
             weights.append(float(part.num_train))
         return states, weights
 
-    def train_epoch(self, part: TrainingPart, epoch: int) -> tuple[float, tuple[int, float], int]:
-        """One pass over the partition's training nodes: the summed (not mean) loss, the cost
-        (unit count, cost model's seconds) and the seeds of its largest batch."""
+    def train_epoch(self, part: TrainingPart, epoch: int, record: EpochRecord) -> float:
+        """One pass over the partition's training nodes, each batch's figures added to the
+        epoch's record; the summed (not mean) loss."""
         ctx = self.context
         ctx.state.model.train()
         torch.manual_seed(batch_seed(ctx.spec.seed, epoch, part.index))  # rank-independent
         optimizer = ctx.state.optimizers[part.index]
-        loss_sum, cost, cost_s, largest = 0.0, 0, 0.0, 0
+        loss_sum = 0.0
         specs = ctx.batch_specs(part, epoch)
         batches = progress(ctx.source.batches(part, specs), len(specs),
                            f"epoch {epoch}, partition {part.index}: batches",
@@ -91,10 +88,8 @@ class ModelAverage(TrainingMode):
             loss.backward()
             optimizer.step()
             loss_sum += finite_loss(loss, epoch, part.index) * len(batch.seeds)
-            cost += batch.cost
-            cost_s += ctx.batch_seconds(batch)
-            largest = max(largest, len(batch.seeds))
-        return loss_sum, (cost, cost_s), largest
+            record.add_batch(epoch - 1, batch, ctx.batch_seconds(batch))
+        return loss_sum
 
     def synchronise(self, states: list[State], weights: list[float]) -> tuple[float, float]:
         """Set the global model to the training-node-weighted average; returns the seconds spent
