@@ -59,6 +59,14 @@ def bfs_order(indptr: np.ndarray, indices: np.ndarray, rng: np.random.Generator)
     return _bfs_order(np.asarray(indptr, dtype=np.int64), np.asarray(indices), roots)
 
 
+def train_bfs_order(
+    indptr: np.ndarray, indices: np.ndarray, train: np.ndarray, rng: np.random.Generator
+) -> np.ndarray:
+    """The training nodes in the order a BFS from random roots reaches them."""
+    order = bfs_order(indptr, indices, rng)
+    return order[_mask(len(indptr) - 1, train)[order]]
+
+
 def _mask(num_nodes: int, ids: np.ndarray) -> np.ndarray:
     mask = np.zeros(num_nodes, dtype=bool)
     mask[ids] = True
@@ -87,8 +95,7 @@ def minibatch_plans(
     if not cohesive:
         batches = _cut(rng.permutation(train), batch_size)
     else:
-        order = bfs_order(indptr, indices, rng)
-        batches = _cut(order[_mask(len(indptr) - 1, train)[order]], batch_size)
+        batches = _cut(train_bfs_order(indptr, indices, train, rng), batch_size)
         batches = [batches[i] for i in rng.permutation(len(batches))]  # no fixed batch order
     # key = the batch's offset, as the sampling seed of a batch has always been derived from it
     return [BatchPlan(key=i * batch_size, seeds=seeds) for i, seeds in enumerate(batches)]

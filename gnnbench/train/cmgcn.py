@@ -26,7 +26,7 @@ import numba
 import numpy as np
 
 from gnnbench.errors import ConfigError
-from gnnbench.train.batching import bfs_order
+from gnnbench.train.batching import train_bfs_order
 
 # Queyranne's O(m^3) on m elements: at 512, one split of coauthor_cs's 12.8 k training nodes
 # (0.8 M cover pairs) took 4.7 s here, 2 cores under load ~4
@@ -206,10 +206,7 @@ def elements(
     training nodes in BFS order cut into MAX_ELEMENTS equal runs."""
     if len(train) <= MAX_ELEMENTS:
         return [train[i : i + 1] for i in range(len(train))]
-    order = bfs_order(indptr, indices, rng)
-    is_train = np.zeros(len(indptr) - 1, dtype=bool)
-    is_train[train] = True
-    return np.array_split(order[is_train[order]], MAX_ELEMENTS)
+    return np.array_split(train_bfs_order(indptr, indices, train, rng), MAX_ELEMENTS)
 
 
 class Covers:
