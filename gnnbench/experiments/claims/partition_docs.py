@@ -92,13 +92,8 @@ def partition_runs() -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=COLUMNS)
 
 
-def largest(frame: pd.DataFrame) -> str:
-    """The largest graph of the frame, as a verdict names it: 'synthetic 100 M edges (101.6 M)'."""
-    row = frame.loc[frame["edges"].idxmax()]
-    return f"{row['graph']} ({row['edges'] / 1e6:.1f} M edges)"
-
-
 def at_scale(frame: pd.DataFrame) -> pd.DataFrame:
+    """The rows (measurements, or a claim's per-graph table) of graphs with >= SCALE_EDGES."""
     return frame[frame["edges"] >= SCALE_EDGES]
 
 

@@ -41,7 +41,7 @@ def judge_grem_resources(frame: pd.DataFrame):
     table = ratios(frame)
     if table.empty:
         return None
-    judged = table[table["edges"] >= docs.SCALE_EDGES]
+    judged = docs.at_scale(table)
     where = "at scale"
     if judged.empty:
         judged, where = table, "small graphs only, none of 10 M edges"

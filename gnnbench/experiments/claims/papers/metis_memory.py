@@ -37,7 +37,7 @@ def judge_metis_memory(frame: pd.DataFrame) -> Verdict | None:
     table = ratios(frame)
     if table.empty:
         return None
-    scale = table[table["edges"] >= docs.SCALE_EDGES]
+    scale = docs.at_scale(table)
     if scale.empty:
         return Verdict(f"small graphs only: {span(table['ratio'], '.1f')}x", "open",
                        "no METIS run at scale: `python scripts/rgg_scale.py`")  # fmt: skip

@@ -36,8 +36,8 @@ def judge_speed(frame: pd.DataFrame) -> Verdict | None:
     table = speedups(frame)
     if table.empty:
         return None
-    scale = table[table["edges"] >= docs.SCALE_EDGES]
-    small = table[table["edges"] < docs.SCALE_EDGES]
+    scale = docs.at_scale(table)
+    small = table.drop(scale.index)
     ours = f"small graphs {span(small['speedup'], '.2f')}x (fixed cost); " if len(small) else ""
     if scale.empty:
         return Verdict(ours + "no graph of 10 M edges", "open",
