@@ -6,48 +6,19 @@ from __future__ import annotations
 
 import pandas as pd
 
-from gnnbench.experiments.claims.claim import (
-    CPU,
-    F1_TOLERANCE,
-    Claim,
-    register,
-    share_half,
-    two_halves,
-)
-from gnnbench.experiments.claims.tables import has_columns, mean_std_table, seed_means, span
+from gnnbench.experiments.claims.claim import CPU, Claim, register
+from gnnbench.experiments.claims.papers.hops import hop_verdict
+from gnnbench.experiments.claims.tables import has_columns, mean_std_table
 
 CASE = ["dataset.name", "model.layers"]
 
 
-def hop_effects(frame: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
-    """(one hop - none, best of 2-3 hops - one hop) per (graph, layers), on seed means."""
-    wide = seed_means(frame, CASE, "partitioner.hops", "test_f1_micro")
-    if 1 not in wide:
-        return pd.Series(dtype=float), pd.Series(dtype=float)
-    loss = (wide[1] - wide[0]).dropna() if 0 in wide else pd.Series(dtype=float)
-    deeper = [h for h in wide if h >= 2]
-    gain = (wide[deeper].max(axis=1) - wide[1]).dropna() if deeper else pd.Series(dtype=float)
-    return loss, gain
-
-
 def judge_layers_hops(frame: pd.DataFrame):
-    """Two halves over every (graph, layers): no halo loses more than 0.01 micro-F1, and the
-    better of 2 or 3 hops gains at most 0.01 over one hop."""
+    """Claim 5's two halves over every (graph, layers): no halo loses more than 0.01 micro-F1,
+    and the better of 2 or 3 hops gains at most 0.01 over one hop."""
     if not has_columns(frame, "partitioner.hops", "model.layers", "test_f1_micro"):
         return None
-    loss, gain = hop_effects(frame)
-    halves = {"the hops=0 half": None, "the deeper-halo half": None}
-    if not loss.empty:
-        halves["the hops=0 half"] = share_half(
-            f"no halo loses {span(loss, '.3f')} against one hop ({loss.size} graph x depth)",
-            loss > F1_TOLERANCE / 2, "hops=0 loses more than 0.01 on {share}",
-        )  # fmt: skip
-    if not gain.empty:
-        halves["the deeper-halo half"] = share_half(
-            f"2-3 hops - one hop {span(gain, '+.3f')}", gain <= F1_TOLERANCE / 2,
-            "2-3 hops gain at most 0.01 on {share}",
-        )  # fmt: skip
-    return two_halves(halves)
+    return hop_verdict(frame, CASE, "graph x depth", ("hops=2-3", "2-3 hops"))
 
 
 def detail_layers_hops(frame: pd.DataFrame) -> list[str]:
