@@ -20,6 +20,7 @@ from collections.abc import Iterator, Mapping
 from functools import cached_property
 from typing import Any
 
+from gnnbench import schema
 from gnnbench.errors import ConfigError
 from gnnbench.paths import CONF_DIR, CONFIG_NAME
 
@@ -81,6 +82,7 @@ class HydraConfigs:
         from hydra._internal.config_loader_impl import ConfigLoaderImpl
         from hydra._internal.utils import get_args_parser
 
+        schema.register()  # before the loader reads config.yaml's defaults list
         args = get_args_parser().parse_args(argv)
         self.overrides: list[str] = list(args.overrides)
         self.config_name: str = args.config_name or CONFIG_NAME
@@ -281,13 +283,17 @@ def _parsed_plain_overrides(configs: HydraConfigs) -> list:
 
 
 def _set_by_primary_config(primary: Any, key: str) -> bool:
-    """Whether the primary config (gnnbench/conf/config.yaml) itself sets `key` (p, seed,
-    tracking.uri, partitioner.refine_passes): its own keys are in every composed config, whatever
+    """Whether the schema (gnnbench/schema.py) or the primary config itself sets `key` (p, seed,
+    tracking.uri, partitioner.refine_passes): their keys are in every composed config, whatever
     the group choices."""
     parts = key.split(".")
     if parts[0] in ("defaults", "hydra"):  # Hydra's own sections, not keys of the job's config
         return False
-    node = primary
+    return _holds(schema.node(schema.JobKeys), parts) or _holds(primary, parts)
+
+
+def _holds(node: Any, parts: list[str]) -> bool:
+    """Whether the nested config `node` has the key path `parts`."""
     for depth, part in enumerate(parts):
         if not hasattr(node, "keys") or part not in node.keys():
             return False

@@ -1,9 +1,10 @@
 """Hydra's reading of gnnbench/conf, in one place: a sweep's grid (its overrides and
 hydra.sweeper.params expanded by Hydra's own grammar), and gnnbench/conf composed as Hydra composes
 a job (`composed`), for the code that builds specs without running Hydra's app (tests, benchmarks,
-a partitioner nesting another). A file of a group whose config.yaml block holds the keys every
-choice shares (`partitioner:`) may not set one of them: that block would override it without a
-word, so it is one line naming the file and the key (`check_group_file`).
+a partitioner nesting another). A file of a group whose keys every choice shares are declared in
+gnnbench/schema.py (`partitioner`, `dataset`) may not set one of them: the schema's block, composed
+after the group, would override it without a word, so it is one line naming the file and the key
+(`check_group_file`).
 
 Nothing here imports a stage of gnnbench (data, partition, train, track, run): every stage may
 read its config through this module.
@@ -17,10 +18,11 @@ import warnings
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from gnnbench import schema
 from gnnbench.errors import ConfigError
 from gnnbench.paths import CONF_DIR, CONFIG_NAME, REPO_ROOT
 
-# The groups whose block in config.yaml holds the keys every choice shares (README, "Keys every
+# The groups whose block in the schema holds the keys every choice shares (README, "Keys every
 # partitioner shares", "Keys every dataset shares"); a file of the group setting one of them is
 # an error, since the block would override it without a word.
 SHARED_BLOCK_GROUPS = ("partitioner", "dataset")
@@ -81,6 +83,7 @@ def _loader() -> Any:
     from hydra._internal.config_loader_impl import ConfigLoaderImpl
     from hydra._internal.utils import create_config_search_path
 
+    schema.register()
     return ConfigLoaderImpl(config_search_path=create_config_search_path(str(CONF_DIR)))
 
 
@@ -119,10 +122,9 @@ def check_group_file(
     loader: Any, repository: Any, group: str, choice: str, overrides: Iterable[str] = ()
 ) -> None:
     """The file of `group=<choice>` (with the files its `defaults` list extends, as Hydra
-    composes it) sets no key of config.yaml's `group` block: one ConfigError naming the file and
+    composes it) sets no key of the schema's `group` block: one ConfigError naming the file and
     the key where it does."""
-    primary = repository.load_config(CONFIG_NAME)
-    shared = primary.config.get(group) if primary is not None else None
+    shared = schema.node(schema.JobKeys).get(group)
     if not shared:
         return
     block = _group_block(loader, repository, group, choice, overrides)
@@ -130,7 +132,7 @@ def check_group_file(
     if clash:
         raise ConfigError(
             f"{_file_of(repository, group, choice)}: sets {clash[0]}, a key every {group} shares "
-            f"(set it in config.yaml's {group} block or on the command line)"
+            f"(set it on the command line or in an experiment; its default: gnnbench/schema.py)"
         )
 
 

@@ -1,7 +1,8 @@
 """JobSpec: one job's composed config, parsed once into frozen parts before any stage runs.
 
 Every key is known: an unknown top-level, dataset, partitioner or tracking key is a one-line
-ConfigError naming it and the valid keys. The defaults live in gnnbench/conf/ only.
+ConfigError naming it and the valid keys. The keys, their types and defaults are declared in
+gnnbench/schema.py; a group file's own keys in the group's files.
 `python -m gnnbench` parses it once per job (gnnbench/__main__.py) and hands it, keyword-only, to
 `gnnbench.run.run`.
 """
@@ -16,17 +17,11 @@ from gnnbench.data.spec import DataSpec
 from gnnbench.errors import ConfigError
 from gnnbench.partition.num_parts import MemoryBudget
 from gnnbench.partition.spec import PartitionSpec
+from gnnbench.schema import JobKeys, keys
 from gnnbench.spec_keys import check_keys, num_parts, plain, whole_axis
 from gnnbench.tracking_spec import TrackingSpec
 from gnnbench.train.modes import TRAINING_MODES
 from gnnbench.train.spec import TrainSpec
-
-# The top-level keys of gnnbench/conf/config.yaml (the five sweep axes, the groups, resume and
-# tracking).
-TOP_LEVEL_KEYS = (
-    "dataset", "partitioner", "model", "train",
-    "p", "sync_interval", "num_gpus", "seed", "resume", "tracking",
-)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -49,7 +44,8 @@ class JobSpec:
     def from_config(cls, config: Mapping[str, Any]) -> JobSpec:
         """The composed job config (Hydra's, resolved) checked key by key."""
         config = plain(config)
-        check_keys("", config, TOP_LEVEL_KEYS, "the job", required=TOP_LEVEL_KEYS)
+        top_level = keys(JobKeys)  # the five sweep axes, the groups, resume, tracking
+        check_keys("", config, top_level, "the job", required=top_level)
         return cls(
             data=DataSpec.from_config(_section(config, "dataset")),
             partition=PartitionSpec.from_config(_section(config, "partitioner")),

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from gnnbench.errors import ConfigError
+from gnnbench.schema import TrackingKeys, keys
 from gnnbench.spec_keys import check_keys, plain
 
-TRACKING_KEYS = ("uri", "experiment", "sweep")
 SWEEP_KEYS = ("sweep_id", "parent_run_id", "axes")
 
 
@@ -64,7 +64,8 @@ class TrackingSpec:
         tracking = plain(tracking)
         if not isinstance(tracking, Mapping):
             raise ConfigError(f"tracking: expected a config group, got {tracking!r}")
-        check_keys("tracking", tracking, TRACKING_KEYS, "tracking", required=TRACKING_KEYS[:2])
+        valid = keys(TrackingKeys)
+        check_keys("tracking", tracking, valid, "tracking", required=("uri", "experiment"))
         return cls(
             uri=str(tracking["uri"]),
             experiment=str(tracking["experiment"]),

@@ -113,7 +113,7 @@ def test_a_dataset_of_a_users_config_dir_runs(tmp_path, gnnbench_home, config_di
 
 SHARED_KEY_SET = (
     r"partitioner/{}\.yaml: sets hops, a key every partitioner shares "
-    r"\(set it in config\.yaml's partitioner block or on the command line\)$"
+    r"\(set it on the command line or in an experiment; its default: gnnbench/schema\.py\)$"
 )
 
 
@@ -149,7 +149,7 @@ def shared_key_dir(tmp_path) -> Path:
     ],
 )
 def test_a_partitioner_file_setting_a_shared_key_is_one_line(shared_key_dir, argv, named):
-    """config.yaml's partitioner block would override the file's hops without a word: refused."""
+    """The schema's partitioner block would override the file's hops without a word: refused."""
     configs = HydraConfigs([f"--config-dir={shared_key_dir}", *argv])
     check_overrides(configs)
     with pytest.raises(ConfigError, match=SHARED_KEY_SET.format(named)):
@@ -157,14 +157,14 @@ def test_a_partitioner_file_setting_a_shared_key_is_one_line(shared_key_dir, arg
 
 
 def test_a_dataset_file_setting_a_shared_key_is_one_line(tmp_path):
-    """The same rule for config.yaml's dataset block (import_memory_gb here)."""
+    """The same rule for the schema's dataset block (import_memory_gb here)."""
     (tmp_path / "dataset").mkdir()
     (tmp_path / "dataset" / "big.yaml").write_text(
         "defaults: [synthetic, _self_]\n\nimport_memory_gb: 8\n"
     )
     configs = HydraConfigs([f"--config-dir={tmp_path}", "dataset=big"])
     with pytest.raises(ConfigError, match=r"dataset/big\.yaml: sets import_memory_gb, a key every "
-                       r"dataset shares \(set it in config\.yaml's dataset block"):  # fmt: skip
+                       r"dataset shares \(set it on the command line or in an experiment"):  # fmt: skip
         check_shared_keys(configs)
 
 

@@ -5,7 +5,7 @@ Every import counts: at module level, inside a function, and under `if TYPE_CHEC
 annotation couples modules as a call does). Layers, lowest first:
 
 - below the stages: errors, paths, process/ (which may use only errors, paths and itself), the
-  config helpers (spec_keys, composition, config_values), the registries and plugins, progress,
+  config helpers (schema, spec_keys, composition, config_values), the registries and plugins, progress,
   commands and setup/ (the baseline environments);
 - the stages in their order: data < partition < train;
 - the job: its spec (spec.py, tracking_spec.py) and identity (run keys, sweep ids);
@@ -27,7 +27,7 @@ BELOW_THE_STAGES = 0
 LAYERS = {
     **dict.fromkeys(
         ("__init__", "errors", "paths", "process", "spec_keys", "composition", "config_values",
-         "registry", "plugins", "progress", "commands", "setup"),
+         "schema", "registry", "plugins", "progress", "commands", "setup"),
         BELOW_THE_STAGES,
     ),
     "data": 1,

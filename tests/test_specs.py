@@ -10,6 +10,7 @@ import inspect
 import numpy as np
 import pytest
 
+from gnnbench import schema
 from gnnbench.data.datasets import store_path
 from gnnbench.data.spec import DataSpec
 from gnnbench.errors import ConfigError
@@ -94,12 +95,11 @@ def test_a_key_added_later_changes_the_book_key_off_its_neutral_value(gnnbench_h
     ("group", "keys"),
     [
         ("partitioner", SHARED_KEYS),
-        ("dataset", ("nonfinite", "import_memory_gb", "feature_dtype", "split_fractions")),
+        ("dataset", schema.composed_keys(schema.DatasetKeys)),
     ],
 )
 def test_shared_keys_live_once_in_the_shared_block(group, keys):
-    """gnnbench/conf/config.yaml's block holds them; a group file repeating one would be
-    overridden."""
+    """The schema's block holds them; a group file repeating one would be overridden."""
     from gnnbench.paths import CONF_DIR
 
     for path in sorted((CONF_DIR / group).glob("*.yaml")):
@@ -328,7 +328,8 @@ def test_p_auto_budget_is_parsed_with_the_job():
     from gnnbench.partition.num_parts import MemoryBudget
 
     none = {**job_config("train=none", "+train.worker_mem_gb=0.01"), "p": "auto"}
-    assert JobSpec.from_config(none).memory_budget == MemoryBudget("auto", 0.01, 2 / 3)
+    # the declared default (gnnbench/schema.py), as the partitioned modes compose it
+    assert JobSpec.from_config(none).memory_budget == MemoryBudget("auto", 0.01, 0.6667)
     model_avg = JobSpec.from_config({**job_config("train.device=cpu"), "p": "auto"})
     assert model_avg.memory_budget == MemoryBudget("cpu", 4.0, 0.6667)
     assert JobSpec.from_config(job_config()).memory_budget is None

@@ -116,7 +116,7 @@ def test_use_tracking_uri_after_set_tracking_uri(tmp_path, mlflow_uri_state):
 
 
 def test_keys_of_the_primary_config_are_checked_without_composing(monkeypatch):
-    """p=, seed=, tracking.uri=, partitioner.<shared key>= are in gnnbench/conf/config.yaml itself: no
+    """p=, seed=, tracking.uri=, partitioner.<shared key>= are in the schema (every config): no
     Hydra composition before Hydra's own (a tenth of a second of every such run's start)."""
     from gnnbench import cli
     from gnnbench.errors import ConfigError

@@ -35,8 +35,7 @@ from gnnbench.data.npy_file import NpyLayout
 from gnnbench.data.store import FORMAT_VERSION, GraphStore
 from gnnbench.errors import ConfigError, DataError
 from gnnbench.process.atomic import atomic_directory
-
-SPLIT_FRACTIONS = (0.70, 0.15, 0.15)  # the builder's default; dataset.split_fractions sets it
+from gnnbench.schema import DatasetKeys
 
 
 class GraphStoreBuilder:
@@ -56,7 +55,7 @@ class GraphStoreBuilder:
         nonfinite: str = "error",
         import_memory_gb: float = 2.0,
         feature_dtype: str = "float32",
-        split_fractions: tuple[float, float, float] = SPLIT_FRACTIONS,
+        split_fractions: tuple[float, float, float] = DatasetKeys.split_fractions,
     ):
         self.dest = Path(dest)
         self.import_memory = int(import_memory_gb * 2**30)  # bytes for deduplication
@@ -285,7 +284,7 @@ def row_normalize(path: Path, block_bytes: int = 64 << 20) -> None:
 
 
 def seeded_split(
-    num_nodes: int, seed: int, fractions: tuple[float, float, float] = SPLIT_FRACTIONS
+    num_nodes: int, seed: int, fractions: tuple[float, float, float] = DatasetKeys.split_fractions
 ) -> dict[str, np.ndarray]:
     """The rule for sources without a split: a seeded split of the nodes (CATGNN's 70/15/15 of
     all nodes by default; fractions summing under 1 leave the rest unlabelled, as Papers100M's

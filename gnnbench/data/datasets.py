@@ -12,13 +12,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from gnnbench.data.builder import SPLIT_FRACTIONS, GraphStoreBuilder
+from gnnbench.data.builder import GraphStoreBuilder
 from gnnbench.data.download import fetch_missing, remote_files
 from gnnbench.data.import_checks import available_memory, gib
 from gnnbench.data.import_measure import measured_import
 from gnnbench.data.input_features import with_input_features
 from gnnbench.data.sources import SOURCES, SourceFn
-from gnnbench.data.spec import ORIGIN_KEYS, DataSpec
+from gnnbench.data.spec import ORIGIN_KEYS, DataSpec, shared_value
 from gnnbench.data.store import FORMAT_VERSION, GraphStore
 from gnnbench.errors import ConfigError, DataError, OutOfMemory, first_line
 from gnnbench.paths import gnnbench_home, raw_dir
@@ -92,10 +92,11 @@ def _stamp(path: Path, dataset: Mapping[str, Any]) -> list:
 
 
 def import_memory_gb(dataset: Mapping[str, Any]) -> float:
-    """`dataset.import_memory_gb`: the memory bound of the import's deduplication (default 2)."""
-    value = dataset.get("import_memory_gb", 2)
+    """`dataset.import_memory_gb`: the memory bound of the import's deduplication (null: the
+    default)."""
+    value = shared_value(dataset, "import_memory_gb")
     try:
-        budget = float(2 if value is None else value)
+        budget = float(shared_value({}, "import_memory_gb") if value is None else value)
     except (TypeError, ValueError):
         budget = -1.0
     if not budget > 0:
@@ -125,7 +126,7 @@ def prepare_dataset(dataset: DataSpec | Mapping[str, Any]) -> GraphStore:
                 f"{dest.parent}: out of memory importing dataset {dataset['name']} "
                 f"({first_line(exc)}; {gib(available_memory())} available)"
             ) from None
-    return with_input_features(GraphStore(dest), str(dataset.get("features", "none")))
+    return with_input_features(GraphStore(dest), str(shared_value(dataset, "features")))
 
 
 def _import(dest: Path, dataset: dict[str, Any], source: SourceFn) -> None:
@@ -135,12 +136,12 @@ def _import(dest: Path, dataset: dict[str, Any], source: SourceFn) -> None:
         dest,
         str(dataset["name"]),
         str(dataset["source"]),
-        int(dataset.get("split_seed", 0)),
-        normalize_features=bool(dataset.get("normalize_features", False)),
-        nonfinite=dataset.get("nonfinite", "error"),
+        int(shared_value(dataset, "split_seed")),
+        normalize_features=bool(shared_value(dataset, "normalize_features")),
+        nonfinite=shared_value(dataset, "nonfinite"),
         import_memory_gb=import_memory_gb(dataset),
-        feature_dtype=dataset.get("feature_dtype", "float32"),
-        split_fractions=dataset.get("split_fractions", SPLIT_FRACTIONS),
+        feature_dtype=shared_value(dataset, "feature_dtype"),
+        split_fractions=shared_value(dataset, "split_fractions"),
     ) as builder:
         with measured_import(builder.tmp / "import.memray") as figures:
             source(builder, dataset)

@@ -20,10 +20,11 @@ from pathlib import Path
 
 import numpy as np
 
+from gnnbench import schema
 from gnnbench.data.npy_file import NpyLayout
 from gnnbench.errors import ConfigError, DataError
 
-FEATURE_DTYPES = ("float32", "float16")
+FEATURE_DTYPES = schema.choices(schema.FeatureDtype)
 # Rows are gathered through one mapped window of the file at a time, unmapped before the next:
 # a page fault may map a whole large folio of the page cache (~0.7 MB per random row measured on
 # ext4, Linux 6.18), so a mapping of the whole file would count most of it in the reader's

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from gnnbench import schema
 from gnnbench.errors import ConfigError, DataError
 
 # Bytes per node held at once by the import's O(|V|) arrays. The largest holder is the synthetic
@@ -21,7 +22,7 @@ from gnnbench.errors import ConfigError, DataError
 # per node measured with memray at 2 M nodes; other sources hold less (split 16, degree 8,
 # labels 8).
 NODE_ARRAY_BYTES = 96
-NONFINITE_CHOICES = ("error", "zero")
+NONFINITE_CHOICES = schema.choices(schema.Nonfinite)
 FEATURE_BLOCK_BYTES = 64 << 20  # rows scanned per step for non-finite values
 _DISK_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
 _ACCESS_ERRNOS = {errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOTDIR}

@@ -22,13 +22,14 @@ import logging
 
 import numpy as np
 
+from gnnbench import schema
 from gnnbench.data.store import GraphStore
 from gnnbench.errors import ConfigError, DataError
 from gnnbench.process.atomic import atomic_write_bytes
 
 log = logging.getLogger(__name__)
 
-INPUT_FEATURES = ("none", "degree", "onehot", "random", "embedding")
+INPUT_FEATURES = schema.choices(schema.InputFeatures)
 ONEHOT_DEGREES = 64
 RANDOM_DIM = 64
 RANDOM_SEED = 0

@@ -11,15 +11,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from gnnbench import schema
 from gnnbench.data.sources import SOURCES
 from gnnbench.errors import ConfigError
+from gnnbench.schema import DatasetKeys
 from gnnbench.spec_keys import ReadOnlyMap, check_keys, plain
 
-# Keys of every dataset config, whatever its source (read by prepare_dataset and the builder).
-SHARED_KEYS = ("nonfinite", "import_memory_gb", "split_seed", "normalize_features")
-SHARED_KEYS += ("feature_dtype", "split_fractions")
-SHARED_KEYS += ("features",)
-SHARED_KEYS += ("download",)  # the public files to fetch on first use (data/download.py)
+# Keys of every dataset config, whatever its source (read by prepare_dataset and the builder),
+# declared with their types and defaults in gnnbench/schema.py.
+SHARED_KEYS = schema.keys(DatasetKeys)
 # Keys that say where an input's checksummed bytes come from, not what it holds (the same bytes
 # whatever the mirror): never in a run key or a store key, never logged as a parameter.
 ORIGIN_KEYS = ("dataset.download",)
@@ -51,7 +51,7 @@ class DataSpec:
         check_keys("dataset", config, valid, f"source {source}")
         from gnnbench.data.input_features import check_input_features
 
-        check_input_features(config.get("features", "none"))
+        check_input_features(shared_value(config, "features"))
         from gnnbench.data.download import remote_files
 
         remote_files(config)  # a malformed download list fails here, before anything runs
@@ -61,3 +61,9 @@ class DataSpec:
     def to_config(self) -> dict[str, Any]:
         """The flat config, as composed: what the source reads and the cache key hashes."""
         return {"name": self.name, "source": self.source, **dict(self.params)}
+
+
+def shared_value(dataset: Mapping[str, Any], key: str) -> Any:
+    """A shared dataset key's value in a flat dataset config: as configured, else its declared
+    default."""
+    return schema.configured(DatasetKeys, dataset, key)

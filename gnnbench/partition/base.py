@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from gnnbench import schema
 from gnnbench.errors import ConfigError
 from gnnbench.registry import Registry
 
@@ -106,7 +107,7 @@ def streaming_partitioners() -> list[str]:
 
 # What the refinement post-pass may lower (gnnbench/partition/refine.py): the spec checks the key,
 # and the refinement checks a value passed to it directly.
-REFINE_OBJECTIVES = ("edge_cut", "replication")
+REFINE_OBJECTIVES = schema.choices(schema.RefineObjective)
 
 
 def check_refine_objective(value: Any) -> str:

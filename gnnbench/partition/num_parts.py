@@ -21,12 +21,7 @@ from typing import Any
 
 from gnnbench.errors import ConfigError
 from gnnbench.process.torchrun import training_ranks
-
-# The partitioned modes' YAML (gnnbench/conf/train/{model_avg,grad_avg}.yaml) sets the budget;
-# train=none has none (adding it would change a partition-only run's logged params and p=auto
-# run_key), so a train group without the keys (train=none, a plugin mode) gets these.
-UNSET_WORKER_MEM_GB = 4.0
-UNSET_COMPUTE_FRACTION = 2 / 3
+from gnnbench.schema import TrainKeys, configured
 
 
 @dataclass(frozen=True)
@@ -42,15 +37,18 @@ class MemoryBudget:
     @classmethod
     def from_config(cls, train: Mapping[str, Any]) -> MemoryBudget:
         """The train group's budget keys, checked (one line naming the key)."""
-        memory = train.get("worker_mem_gb", UNSET_WORKER_MEM_GB)
-        fraction = train.get("compute_mem_fraction", UNSET_COMPUTE_FRACTION)
+        # The partitioned modes' files pull the budget in (shared/p_auto/memory_budget); train=none
+        # composes none (adding it would change a partition-only run's logged params and p=auto
+        # run_key), so a train group without the keys (train=none, a plugin mode) gets the defaults.
+        memory = configured(TrainKeys, train, "worker_mem_gb")
+        fraction = configured(TrainKeys, train, "compute_mem_fraction")
         if not _is_number(memory) or memory <= 0:
             raise ConfigError(f"train.worker_mem_gb: expected a number > 0, got {memory!r}")
         if not _is_number(fraction) or not 0 <= fraction < 1:
             raise ConfigError(
                 f"train.compute_mem_fraction: expected a number in [0, 1), got {fraction!r}"
             )
-        device = str(train.get("device", "auto"))  # train=none has no device key: auto
+        device = str(configured(TrainKeys, train, "device"))  # train=none has no device key
         return cls(device=device, worker_mem_gb=float(memory), compute_mem_fraction=float(fraction))
 
 

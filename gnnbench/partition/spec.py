@@ -1,9 +1,10 @@
 """PartitionSpec: the `partitioner` config, checked once against the algorithm's own signature.
 
 The shared keys (k of the k-hop partitions, the streamed chunk size, the memory cap, the balance
-bound, the refinement passes) live once in gnnbench/conf/config.yaml's `partitioner:` block; the
-algorithm's own keys are the keyword-only parameters of its registered function, which has no
-defaults of its own: gnnbench/conf/partitioner/<name>.yaml supplies every one.
+bound, the refinement passes) are declared once, with their types and defaults, in
+gnnbench/schema.py (`PartitionerKeys`, which PartitionSpec extends); the algorithm's own keys are
+the keyword-only parameters of its registered function, which has no defaults of its own:
+gnnbench/conf/partitioner/<name>.yaml supplies every one.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from gnnbench import schema
 from gnnbench.data.store import GraphStore
 from gnnbench.errors import ConfigError
 from gnnbench.partition.base import (
@@ -25,6 +27,7 @@ from gnnbench.partition.base import (
     check_refine_objective,
     partitioner_traits,
 )
+from gnnbench.schema import PartitionerKeys
 from gnnbench.spec_keys import (
     ReadOnlyMap,
     check_annotated,
@@ -33,15 +36,14 @@ from gnnbench.spec_keys import (
     whole_at_least,
 )
 
-# Keys of the shared block (gnnbench/conf/config.yaml); a partitioner function taking one of them
+# The keys every partitioner shares (gnnbench/schema.py); a partitioner function taking one of them
 # as a keyword (chunk_edges) receives the shared value.
-SHARED_KEYS = ("hops", "chunk_edges", "memory_limit_gb", "max_vertex_balance", "refine_passes")
-SHARED_KEYS += ("refine_objective", "feature_rows")
+SHARED_KEYS = schema.keys(PartitionerKeys)
 # Shared keys that change whether a partition runs or what is reported, never the book itself.
 NOT_IN_BOOK_KEY = ("memory_limit_gb", "max_vertex_balance")
 # What a partition holds of the store's features (gnnbench/partition/stage/gnn_ready.py): a copy of its
 # rows, or nothing but a reference to the store's feat.npy by global id.
-FEATURE_ROWS = ("copy", "shared")
+FEATURE_ROWS = schema.choices(schema.FeatureRows)
 
 
 def own_keys(partition_fn: PartitionFn) -> tuple[str, ...]:
@@ -80,18 +82,12 @@ def takes_keyword(partition_fn: PartitionFn, key: str) -> bool:
     return parameter is not None and parameter.kind is inspect.Parameter.KEYWORD_ONLY
 
 
-@dataclass(frozen=True)
-class PartitionSpec:
-    """One job's partitioner: its name, the shared keys, and the algorithm's own keys."""
+@dataclass(frozen=True, kw_only=True)
+class PartitionSpec(PartitionerKeys):
+    """One job's partitioner: its name, the shared keys (PartitionerKeys' fields), and the
+    algorithm's own keys."""
 
     name: str
-    hops: int
-    chunk_edges: int
-    memory_limit_gb: float | None
-    max_vertex_balance: float | None
-    refine_passes: int
-    refine_objective: str
-    feature_rows: str
     params: Mapping[str, Any] = field(default_factory=ReadOnlyMap)
 
     @classmethod
@@ -119,8 +115,8 @@ class PartitionSpec:
 
     @classmethod
     def defaults(cls, name: str, **overrides: Any) -> PartitionSpec:
-        """gnnbench/conf/partitioner/<name>.yaml under gnnbench/conf/config.yaml's shared block,
-        with overrides: what Hydra composes for
+        """gnnbench/conf/partitioner/<name>.yaml under the shared keys' defaults (the schema), with
+        overrides: what Hydra composes for
         `partitioner=<name> partitioner.<key>=<value>...`."""
         return cls.from_config({**default_config(name), **overrides})
 
@@ -154,8 +150,8 @@ class PartitionSpec:
 
 
 # Bound on vertex_balance for a partitioner that states none of its own (edge partitioners balance
-# edges, and their owners are drawn among replicas): the shared key partitioner.max_vertex_balance.
-DEFAULT_MAX_VERTEX_BALANCE = 1.5
+# edges, and their owners are drawn among replicas), where partitioner.max_vertex_balance is null.
+DEFAULT_MAX_VERTEX_BALANCE = schema.default(PartitionerKeys, "max_vertex_balance")
 
 
 def vertex_balance_bound(partitioner: PartitionSpec, p: int, num_nodes: int) -> tuple[float, str]:
@@ -182,7 +178,7 @@ def vertex_balance_bound(partitioner: PartitionSpec, p: int, num_nodes: int) -> 
 def default_config(name: str) -> dict[str, Any]:
     """The `partitioner` block Hydra composes for `partitioner=<name>`: gnnbench/conf/partitioner/
     <name>.yaml (with the files its `defaults` list extends: a preset such as quotient_best.yaml)
-    under config.yaml's shared block; `name` may be a preset. A file setting a shared key is
+    under the shared keys (gnnbench/schema.py); `name` may be a preset. A file setting a shared key is
     one ConfigError naming it."""
     from gnnbench.composition import composed_choice
     from gnnbench.paths import CONF_DIR

@@ -1,5 +1,6 @@
-"""The train and model config groups parsed once into frozen specs (no defaults here: they live in
-gnnbench/conf/: shared/train.yaml, train/*.yaml, model/*.yaml and config.yaml).
+"""The train and model config groups parsed once into frozen specs. The train keys, their types
+and defaults are declared once in gnnbench/schema.py (`TrainKeys`, which TrainSpec extends); a
+mode's file sets `mode` and what only it uses, a model's file every key of ModelSpec.
 
 A `TrainSpec` also carries the job axes training reads (sync_interval, seed, num_gpus as
 num_gpus), so nothing travels as a bare positional number.
@@ -13,19 +14,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gnnbench import schema
 from gnnbench.errors import ConfigError
+from gnnbench.schema import TrainKeys
 from gnnbench.spec_keys import check_keys, whole_at_least, whole_axis
 
-STRATEGIES = ("minibatch", "full", "cluster")  # train.strategy (gnnbench/train/batching.py)
-BATCHINGS = ("random", "cohesive", "cmgcn")  # train.batching, for strategy=minibatch
-CLUSTER_METHODS = ("bfs", "metis", "louvain")  # train.cluster_method, for strategy=cluster
+STRATEGIES = schema.choices(schema.Strategy)  # train.strategy (gnnbench/train/batching.py)
+BATCHINGS = schema.choices(schema.Batching)  # train.batching, for strategy=minibatch
+CLUSTER_METHODS = schema.choices(schema.ClusterMethod)  # train.cluster_method, strategy=cluster
 # train.batch_preparation, with sampler_workers=0 (gnnbench/train/batch_source.py)
-BATCH_PREPARATIONS = ("inline", "thread")
-# p=auto's memory budget: only the partitioned modes' YAML carries it (centralized has no p).
-OPTIONAL_TRAIN_KEYS = ("worker_mem_gb", "compute_mem_fraction")
-# model_avg's alone: what happens to each partition's Adam moments at a sync
-OPTIONAL_TRAIN_KEYS += ("optimizer_state",)
-OPTIMIZER_STATES = ("local", "reset", "average")
+BATCH_PREPARATIONS = schema.choices(schema.BatchPreparation)
+OPTIMIZER_STATES = schema.choices(schema.OptimizerState)
+# Keys only some modes' files set (p=auto's budget, model_avg's optimizer_state)
+OPTIONAL_TRAIN_KEYS = tuple(
+    sorted(set(schema.keys(TrainKeys)) - set(schema.composed_keys(TrainKeys)))
+)
 OPTIONAL_MODEL_KEYS = ("heads",)  # gat's alone
 AXES = ("sync_interval", "seed", "num_gpus", "model")  # not keys of the train group
 
@@ -105,33 +108,12 @@ class ModelSpec:
         return {key: value for key, value in values.items() if value is not None}
 
 
-@dataclass(frozen=True)
-class TrainSpec:
-    """Everything a training rank needs to know about the run; picklable for spawned ranks."""
+@dataclass(frozen=True, kw_only=True)
+class TrainSpec(TrainKeys):
+    """Everything a training rank needs to know about the run (the train keys are TrainKeys'
+    fields); picklable for spawned ranks."""
 
     mode: str
-    epochs: int
-    batch_size: int
-    fanouts: tuple[int, ...]
-    strategy: str
-    batching: str
-    batches_per_epoch: int  # 0: batch_size decides; else each partition's batches per epoch
-    num_clusters: int  # cluster strategy: clusters per partition
-    clusters_per_batch: int
-    cluster_method: str  # bfs | metis | louvain (GraphTheta's community detection)
-    cluster_boundary: bool  # a cluster batch also holds its clusters' 1-hop neighbours
-    sampler_workers: int  # Armada: CPU processes preparing each trainer's batches (0: itself)
-    batch_preparation: str  # sampler_workers=0: inline (between steps) | thread (one ahead)
-    lr: float
-    weight_decay: float
-    eval_every: int
-    eval_batch_size: int
-    backend: str
-    device: str
-    timeout_s: float
-    worker_mem_gb: float | None  # p=auto's budget (partitioned modes)
-    compute_mem_fraction: float | None
-    optimizer_state: str | None  # local | reset | average (gnnbench/conf/train/model_avg.yaml)
     sync_interval: int  # the job axes training reads
     seed: int
     num_gpus: int  # ranks to train on (one process per GPU on CUDA; torchrun's WORLD_SIZE wins)
@@ -152,7 +134,7 @@ class TrainSpec:
         `check_mode` refuses an unknown train.mode after the keys and before the values: the
         modes' registry sits above this module (a mode reads a TrainSpec), so the job passes it
         (gnnbench/spec.py); the runner checks the mode again before training."""
-        _check_keys("train", train, _valid_keys(cls, AXES), OPTIONAL_TRAIN_KEYS)
+        _check_keys("train", train, ["mode", *schema.keys(TrainKeys)], OPTIONAL_TRAIN_KEYS)
         if check_mode is not None:
             check_mode(str(train["mode"]))
         return cls(
@@ -227,7 +209,7 @@ def spec_from_conf(
     default model without a name) with `train`, `model` and the axes (sync_interval, seed,
     num_gpus) laid over it: for tests, benchmarks and scripts that train without Hydra. A mode
     without a config file (a plugin's) or without the shared keys (none) gets
-    gnnbench/conf/shared/train.yaml's."""
+    the schema's `shared/train` (gnnbench/schema.py)."""
     from gnnbench.composition import composed
     from gnnbench.paths import CONF_DIR
 

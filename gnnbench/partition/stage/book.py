@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from gnnbench.config_values import KEYS_ADDED_LATER
 from gnnbench.data.features import FeatureRows
 from gnnbench.data.store import read_json
 from gnnbench.errors import DataError, OutOfMemory, first_line
@@ -125,7 +126,9 @@ class PartitionBook:
 
     def features(self, i: int, nodes: np.ndarray) -> FeatureRows:
         """Partition i's feature rows: its own feat.npy, or the store's read by global id."""
-        if self.meta.get("feature_rows", "copy") == "copy":
+        # a book written before the key holds copies (the key's neutral value)
+        before_the_key = KEYS_ADDED_LATER["partitioner.feature_rows"]
+        if self.meta.get("feature_rows", before_the_key) == "copy":
             return FeatureRows(self.path / f"part-{i}" / "feat.npy")
         store_features = Path(self.meta["store"]) / "feat.npy"
         if not store_features.is_file():
