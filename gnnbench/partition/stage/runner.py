@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import pickle
 import shutil
 import subprocess
 import sys
@@ -71,9 +72,11 @@ def run_partition_stage(
             return book, True
     with scratch_directory("partition") as scratch:
         error_file = Path(scratch) / "error.txt"
+        spec_file = Path(scratch) / "partitioner.pickle"  # the parsed spec, not a dict to parse
+        spec_file.write_bytes(pickle.dumps(partitioner))
         command = [
             sys.executable, "-m", "gnnbench.partition.stage.runner",
-            "--store", str(store.path), "--partitioner", json.dumps(partitioner.to_config()),
+            "--store", str(store.path), "--partitioner", str(spec_file),
             "--p", str(p), "--seed", str(seed), "--dest", str(dest), "--error-file", str(error_file),
             *([] if node_data else ["--structure-only"]),
         ]  # fmt: skip
@@ -283,7 +286,7 @@ def _seal(book_dir: Path, meta: dict) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--store", required=True)
-    parser.add_argument("--partitioner", required=True, help="partitioner config as JSON")
+    parser.add_argument("--partitioner", required=True, help="a pickled PartitionSpec's file")
     parser.add_argument("--p", type=int, required=True)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--dest", required=True)
@@ -297,7 +300,7 @@ def main(argv: list[str] | None = None) -> int:
         num_parts(args.p, num_nodes=store.num_nodes, dataset=store.name)
         partition_into(
             store,
-            partitioner=PartitionSpec.from_config(json.loads(args.partitioner)),
+            partitioner=_spec(Path(args.partitioner)),
             p=args.p,
             seed=args.seed,
             dest=Path(args.dest),
@@ -307,6 +310,14 @@ def main(argv: list[str] | None = None) -> int:
         Path(args.error_file).write_text(json.dumps(error_record(exc)))
         return 2
     return 0
+
+
+def _spec(path: Path) -> PartitionSpec:
+    """The PartitionSpec the parent parsed and checked (a file in its scratch directory)."""
+    spec = pickle.loads(path.read_bytes())
+    if not isinstance(spec, PartitionSpec):
+        raise TypeError(f"{path}: expected a pickled PartitionSpec, got {type(spec).__name__}")
+    return spec
 
 
 if __name__ == "__main__":
