@@ -17,6 +17,7 @@ import time
 import torch
 
 from gnnbench.errors import DataError
+from gnnbench.process.heap import setup_frozen
 from gnnbench.process.io_counters import mb_between
 from gnnbench.process.peak_rss import reset_peak_rss
 from gnnbench.progress import progress
@@ -89,10 +90,12 @@ class Worker:
         )  # fmt: skip
 
     def run(self) -> dict:
-        try:
-            return self._run()
-        finally:
-            self.source.close()
+        # the setup out of the collections that each turn's dropped partition starts
+        with setup_frozen():
+            try:
+                return self._run()
+            finally:
+                self.source.close()
 
     def _run(self) -> dict:
         spec, evaluator = self.spec, self.evaluator
