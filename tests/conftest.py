@@ -1,5 +1,6 @@
 """Shared fixtures: a private cache root per test, `requires_dataset` for the real datasets, and
-`triangles`, the hand-checked graph of tests/graphs.py.
+`triangles`, the hand-checked graph of tests/helpers/graphs.py, the baseline environments' fixtures
+and `graph`, a small community graph with a hash book. Helpers live in tests/helpers/.
 
 Real datasets are read from GNNBENCH_RAW_DIR (default: gnnbench.paths.raw_dir(), a
 `shared/datasets` folder next to the checkout when there is one). A test reading one is marked
@@ -17,24 +18,13 @@ import os
 from pathlib import Path
 
 import pytest
-from alone import alone_beside_other_workers  # noqa: F401  (autouse)
-from graphs import TWO_TRIANGLES, make_store
+from helpers.alone import alone_beside_other_workers  # noqa: F401  (autouse)
+from helpers.datasets import RAW_DIR, in_ci
+from helpers.graphs import TWO_TRIANGLES, community_store, make_store
 
 from gnnbench.data.store import GraphStore
-from gnnbench.paths import raw_dir
-
-RAW_DIR = raw_dir()
-CORA = "planetoid/ind.cora.graph"  # the file every cora test needs first
-
-
-def requires_dataset(*relative_paths: str) -> pytest.MarkDecorator:
-    """Mark a test that reads these paths under RAW_DIR (skipped, or failed in CI, without them)."""
-    return pytest.mark.requires_dataset(*relative_paths)
-
-
-def in_ci() -> bool:
-    """Whether the CI variable says this is CI (`CI=true`, as CI services set it)."""
-    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+from gnnbench.paths import gnnbench_home as home_of_environment
+from gnnbench.setup import baseline_envs
 
 
 def pytest_configure(config) -> None:
@@ -59,6 +49,11 @@ def pytest_runtest_setup(item) -> None:
             pytest.skip(message)
 
 
+# The cache root this session was started with, where `python -m gnnbench setup` put DGL's env
+# (each test then gets a private GNNBENCH_HOME of its own).
+SETUP_HOME = home_of_environment()
+
+
 @pytest.fixture
 def gnnbench_home(tmp_path, monkeypatch) -> Path:
     """GNNBENCH_HOME pointed at a fresh directory; raw files read from RAW_DIR (subprocesses too)."""
@@ -70,13 +65,52 @@ def gnnbench_home(tmp_path, monkeypatch) -> Path:
 
 @pytest.fixture
 def triangles(tmp_path) -> GraphStore:
-    """TWO_TRIANGLES (tests/graphs.py) as a store with node data: split train {0, 3}."""
+    """TWO_TRIANGLES (tests/helpers/graphs.py) as a store with node data: split train {0, 3}."""
     return make_store(tmp_path / "triangles", TWO_TRIANGLES, 6, node_data=True)
 
 
 @pytest.fixture
 def small_sweep_store(tmp_path):
-    """A fresh MLflow store holding one small training sweep (see tests/sweep_fixtures.py)."""
-    from sweep_fixtures import build_small_sweep
+    """A fresh MLflow store holding one small training sweep (see tests/helpers/sweep_fixtures.py)."""
+    from helpers.sweep_fixtures import build_small_sweep
 
     return build_small_sweep(tmp_path / "store")
+
+
+def _missing(what: str) -> None:
+    message = f"{what} is not set up: run python -m gnnbench setup {what}"
+    if os.environ.get("CI"):
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+@pytest.fixture
+def pyg_metis_ready():
+    if not baseline_envs.torch_sparse_with_metis():
+        _missing("pyg_metis")
+
+
+@pytest.fixture
+def distdgl_ready(gnnbench_home):
+    """Link the DistDGL environment set up under the session's cache root into the test's root."""
+    env = SETUP_HOME / "envs" / "distdgl"
+    if not (env / ".complete").is_file():
+        _missing("distdgl_metis")
+    (gnnbench_home / "envs").mkdir(parents=True, exist_ok=True)
+    (gnnbench_home / "envs" / "distdgl").symlink_to(env)
+
+
+@pytest.fixture(scope="module")
+def graph(tmp_path_factory):
+    """(store, book path with p=2) shared by the run tests; the book is built by the real stage."""
+    from gnnbench.partition.spec import PartitionSpec
+    from gnnbench.partition.stage.runner import run_partition_stage
+
+    root = tmp_path_factory.mktemp("train")
+    store = community_store(root / "store")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("GNNBENCH_HOME", str(root / "home"))
+        book, _ = run_partition_stage(
+            store, partitioner=PartitionSpec.defaults("hash"), p=2, seed=0
+        )
+    return store, book.path

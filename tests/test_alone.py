@@ -1,4 +1,4 @@
-"""The `alone` marker (tests/alone.py): under two xdist workers, a test so marked overlaps no other."""
+"""The `alone` marker (tests/helpers/alone.py): under two xdist workers, a test so marked overlaps no other."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 TESTS = Path(__file__).resolve().parent
 
 CONFTEST = """
-from alone import alone_beside_other_workers  # noqa: F401
+from helpers.alone import alone_beside_other_workers  # noqa: F401
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "alone: runs with no other test beside it")

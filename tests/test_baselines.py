@@ -7,7 +7,6 @@ without it, in CI (CI=true, where .ci/run sets them up) they fail.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -16,44 +15,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from cli import gnnbench
-from conftest import CORA, requires_dataset
-from test_data_sources import dataset_config
-from test_end_to_end import runs
+from helpers.cli import gnnbench
+from helpers.configured import dataset_config
+from helpers.datasets import CORA, requires_dataset
+from helpers.runs import runs
 
 from gnnbench.data.datasets import prepare_dataset
 from gnnbench.errors import BaselineUnavailable, OutOfMemory
 from gnnbench.partition.spec import PartitionSpec
 from gnnbench.partition.stage.runner import run_partition_stage
-from gnnbench.paths import gnnbench_home as home_of_environment
 from gnnbench.setup import baseline_envs
-
-# The cache root this session was started with, where `python -m gnnbench setup` put DGL's env
-# (each test then gets a private GNNBENCH_HOME of its own).
-SETUP_HOME = home_of_environment()
-
-
-def _missing(what: str) -> None:
-    message = f"{what} is not set up: run python -m gnnbench setup {what}"
-    if os.environ.get("CI"):
-        pytest.fail(message)
-    pytest.skip(message)
-
-
-@pytest.fixture
-def pyg_metis_ready():
-    if not baseline_envs.torch_sparse_with_metis():
-        _missing("pyg_metis")
-
-
-@pytest.fixture
-def distdgl_ready(gnnbench_home):
-    """Link the DistDGL environment set up under the session's cache root into the test's root."""
-    env = SETUP_HOME / "envs" / "distdgl"
-    if not (env / ".complete").is_file():
-        _missing("distdgl_metis")
-    (gnnbench_home / "envs").mkdir(parents=True, exist_ok=True)
-    (gnnbench_home / "envs" / "distdgl").symlink_to(env)
 
 
 def _partition(name: str, p: int = 4, **params):

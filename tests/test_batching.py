@@ -9,7 +9,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 import torch
-from test_train import FAST, SAGE, community_store, graph, random_csr  # noqa: F401 (fixture)
+from helpers.configured import FAST, SAGE
+from helpers.graphs import community_store, random_csr
 
 from gnnbench.data.graph_ops import csr_from_edges
 from gnnbench.process.io_counters import drop_from_page_cache, mb_between, storage_read_bytes

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from figures import bars, lines
+from helpers.figures import bars, lines
 from hydra import compose, initialize_config_dir
 
 from gnnbench.composition import sweep_grid

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from cli import gnnbench
+from helpers.cli import gnnbench
 
 from gnnbench.cli import (
     HydraConfigs,

@@ -7,8 +7,7 @@ import itertools
 
 import numpy as np
 import pytest
-from graphs import make_store, random_multigraph_store
-from test_vertex_partitioners import edge_cut
+from helpers.graphs import edge_cut, make_store, random_multigraph_store
 
 from gnnbench.data.adjacency import ensure_adjacency
 from gnnbench.errors import ConfigError

@@ -22,9 +22,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from cli import gnnbench
-from conftest import CORA, requires_dataset
-from tracking_server import TrackingServer
+from helpers.cli import gnnbench
+from helpers.datasets import CORA, requires_dataset
+from helpers.tracking_server import TrackingServer
 
 pytestmark = pytest.mark.browser
 

@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 import yaml
-from conftest import CORA, RAW_DIR, requires_dataset
+from helpers.configured import dataset_config
+from helpers.datasets import CORA, RAW_DIR, requires_dataset
 
 from gnnbench.data.datasets import prepare_dataset, store_path
 from gnnbench.data.sources import SOURCES
@@ -24,13 +25,6 @@ from gnnbench.errors import ConfigError, DataError
 from gnnbench.paths import CONF_DIR as PACKAGE_CONF
 
 CONF_DIR = PACKAGE_CONF / "dataset"
-
-
-def dataset_config(name: str, **overrides) -> dict:
-    """gnnbench/conf/dataset/<name>.yaml as a plain dict, with overrides."""
-    config = yaml.safe_load((CONF_DIR / f"{name}.yaml").read_text())
-    config.update(overrides)
-    return config
 
 
 def assert_canonical(store: GraphStore) -> None:

@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 
 import pytest
 import yaml
-from conftest import RAW_DIR, in_ci, requires_dataset
+from helpers.datasets import RAW_DIR, in_ci, requires_dataset
 
 from gnnbench.data.download import RemoteFile, checksum_of, fetch, fetch_missing, remote_files
 from gnnbench.errors import ConfigError, DataError

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from configured import configured
-from graphs import make_store
+from helpers.configured import configured
+from helpers.graphs import make_store
 
 from gnnbench.data.store import GraphStore
 from gnnbench.errors import ConfigError

@@ -8,25 +8,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from cli import gnnbench
-from conftest import CORA, requires_dataset
+from helpers.cli import gnnbench
+from helpers.datasets import CORA, requires_dataset
+from helpers.runs import runs
 
 from gnnbench.data.store import GraphStore
 from gnnbench.track.mlflow_run import HEADLINE_METRICS
 
 REQUIRED_METRICS = {*HEADLINE_METRICS, "train_loss"}
 TWO_RANKS = ["--nproc_per_node=2"]  # torchrun's options: two ranks on this machine
-
-
-def runs(cwd: Path):
-    import mlflow
-
-    client = mlflow.MlflowClient(tracking_uri=f"sqlite:///{cwd / 'mlflow.db'}")
-    experiment = client.get_experiment_by_name("gnnbench")
-    if experiment is None:
-        return client, []
-    found = client.search_runs([experiment.experiment_id])
-    return client, [run for run in found if run.data.tags.get("gnnbench.role") != "parent"]
 
 
 def books(home: Path) -> dict[tuple[str, int], Path]:

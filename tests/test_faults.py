@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from cli import gnnbench, start
+from helpers.cli import gnnbench, start
 
 from gnnbench.data.datasets import prepare_dataset
 from gnnbench.errors import DataError
@@ -269,7 +269,7 @@ def test_balance_violation_is_tagged(tmp_path, gnnbench_home):
     """A partition whose vertex_balance exceeds its bound is tagged balance_violation on the run
     and shown in the sweep's end line and report (here hash with the shared bound set below what
     hashing reaches)."""
-    from test_end_to_end import runs
+    from helpers.runs import runs
 
     first = gnnbench(tmp_path, "dataset=synthetic", "dataset.num_nodes=3000", "partitioner=hash",
                      "p=4", "train=none")  # fmt: skip
@@ -324,7 +324,7 @@ def _huge_feature_npz(path) -> None:
 def test_nonfinite_loss_fails_the_run_with_its_epoch(tmp_path, gnnbench_home):
     """A non-finite training loss stops the run FAILED with error_type=NonFiniteLoss and the
     epoch, in one line, instead of logging a meaningless F1 with exit 0."""
-    from test_end_to_end import runs
+    from helpers.runs import runs
 
     _huge_feature_npz(tmp_path / "huge.npz")
     completed = gnnbench(

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-from cli import start
+from helpers.cli import start
 
 from gnnbench.data.datasets import prepare_dataset
 from gnnbench.errors import Interrupted, Killed, OutOfMemory

@@ -9,15 +9,14 @@ import os
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import requires_dataset
-from test_data_sources import dataset_config
+from helpers.configured import dataset_config
+from helpers.datasets import requires_dataset
+from helpers.disk import assert_refused_for_disk, pretend_free
 
 from gnnbench.data import features as features_module
-from gnnbench.data import import_checks
 from gnnbench.data.builder import seeded_split
 from gnnbench.data.datasets import prepare_dataset
 from gnnbench.data.features import FeatureRows
@@ -172,21 +171,6 @@ def test_sparse_gathers_map_for_random_access_and_read_the_same_rows(tmp_path, m
     np.testing.assert_array_equal(features[:], expected.astype(np.float32))
     assert not random_windows, "a full scan mapped for random access: no readahead"
     assert not advised, "a full scan asked for its pages one by one"
-
-
-def pretend_free(monkeypatch, free: int) -> None:
-    monkeypatch.setattr(import_checks, "free_disk_bytes", lambda directory: free)
-
-
-def assert_refused_for_disk(config: dict, home: Path, what: str, figure: str) -> None:
-    """Importing `config` is one DataError line naming the graphs directory, `what` it could not
-    write and `figure` (bytes needed or free), with nothing left under the graphs directory."""
-    with pytest.raises(DataError) as raised:
-        prepare_dataset(config)
-    message = str(raised.value)
-    assert "\n" not in message and f"not enough disk space for {what}" in message
-    assert f"{home / 'graphs'}: " in message and figure in message
-    assert not any((home / "graphs").iterdir())
 
 
 @pytest.mark.fault("disk: too little free for the synthetic graph's features")
@@ -391,7 +375,7 @@ def test_papers_scale_composes_to_a_papers100m_shaped_job():
 def test_the_new_keys_at_their_older_values_keep_run_keys():
     """dataset.feature_dtype=float32, the 70/15/15 split and copied rows are what every run
     before these keys computed: such a job keeps its run key; float16 or shared rows do not."""
-    from test_run_key import BASE
+    from helpers.configured import BASE
 
     from gnnbench.identity import run_key
 

@@ -6,9 +6,7 @@ import math
 
 import numpy as np
 import pytest
-from graphs import make_store, random_multigraph_store
-from test_refine import start_owner
-from test_vertex_partitioners import edge_cut
+from helpers.graphs import edge_cut, make_store, random_multigraph_store, start_owner
 
 import gnnbench.partition.multilevel.fm as fm_module
 from gnnbench.data.adjacency import AdjacencyStream

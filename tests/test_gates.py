@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import CORA, requires_dataset
+from helpers.datasets import CORA, requires_dataset
 
 from bench import ab_kernels, compare
 from bench.conftest import GateRecorder
@@ -184,7 +184,7 @@ def run_bench_with_plant(
     pythonpath = os.pathsep.join(str(path) for path in (*paths, REPO / "tests"))
     env = {**os.environ, "GNNBENCH_PLANT": plant, "PYTHONPATH": pythonpath}
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "planted_regression", f"bench/{bench_file}", "-k", selection,
+        [sys.executable, "-m", "pytest", "-p", "helpers.planted_regression", f"bench/{bench_file}", "-k", selection,
          "-q", "-p", "no:cacheprovider"],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=600,
     )  # fmt: skip

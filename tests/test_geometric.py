@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers.configured import dataset_config
+from helpers.disk import assert_refused_for_disk, pretend_free
 from scipy.spatial import cKDTree
-from test_data_sources import dataset_config
-from test_features import assert_refused_for_disk, pretend_free
 
 from gnnbench.data.datasets import prepare_dataset
 from gnnbench.data.sources.geometric import GeometricParams, Slab, disk_bytes, stream

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from graphs import make_store
+from helpers.graphs import make_store
 
 from gnnbench.data.store import GraphStore
 from gnnbench.partition.stage import gnn_ready

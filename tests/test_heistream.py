@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from configured import configured
-from graphs import make_store
-from test_vertex_partitioners import edge_cut
+from helpers.configured import configured
+from helpers.graphs import edge_cut, make_store
 
 from gnnbench.data.adjacency import ensure_adjacency
 from gnnbench.errors import ConfigError

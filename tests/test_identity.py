@@ -8,8 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
-from test_run_key import BASE
-from test_specs import job_config
+from helpers.configured import BASE, job_config
 
 from gnnbench import config_values
 from gnnbench.config_values import as_text, is_neutral

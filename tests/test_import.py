@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import CORA, RAW_DIR, requires_dataset
+from helpers.datasets import CORA, RAW_DIR, requires_dataset
 
 from gnnbench.data import canonical
 from gnnbench.data.datasets import dataset_key, prepare_dataset

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import scipy.io
 import scipy.sparse as sp
-from cli import gnnbench
+from helpers.cli import gnnbench
 
 from gnnbench.data.datasets import prepare_dataset
 from gnnbench.data.store import GraphStore

@@ -19,7 +19,7 @@ import sysconfig
 from pathlib import Path
 
 import pytest
-from test_end_to_end import runs
+from helpers.runs import runs
 
 REPO = Path(__file__).resolve().parents[1]
 

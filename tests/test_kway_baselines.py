@@ -15,10 +15,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from cli import gnnbench
-from conftest import CORA, requires_dataset
-from graphs import make_store
-from test_data_sources import dataset_config
+from helpers.cli import gnnbench
+from helpers.configured import dataset_config
+from helpers.datasets import CORA, requires_dataset
+from helpers.graphs import make_store
 
 from gnnbench.data.datasets import prepare_dataset
 from gnnbench.errors import BaselineUnavailable, ConfigError, OutOfMemory

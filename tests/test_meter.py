@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from graphs import make_store
+from helpers.graphs import make_store
 
 from gnnbench.data.store import GraphStore
 from gnnbench.partition.base import PARTITIONERS
@@ -171,7 +171,7 @@ def larger_store(tmp_path_factory) -> GraphStore:
 def test_no_compilation_inside_the_measured_step(name, overrides, larger_store, monkeypatch):
     _skip_without_environment(name, monkeypatch)
     command = [
-        sys.executable, str(Path(__file__).with_name("jit_probe.py")), name,
+        sys.executable, str(Path(__file__).parent / "helpers" / "jit_probe.py"), name,
         json.dumps(overrides), str(larger_store.path), str(P),
     ]  # fmt: skip
     completed = subprocess.run(command, capture_output=True, text=True, timeout=600)

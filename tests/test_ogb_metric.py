@@ -119,8 +119,8 @@ def test_rocauc_for_ogbn_proteins(tmp_path, gnnbench_home, monkeypatch):
 @pytest.mark.distributed
 def test_ogb_metric_logged_by_a_distributed_run(tmp_path, gnnbench_home):
     """Two ranks gather their rows; the run logs test_ogb_acc next to the F1s."""
-    from cli import gnnbench
-    from test_end_to_end import runs
+    from helpers.cli import gnnbench
+    from helpers.runs import runs
 
     labels = np.random.default_rng(3).integers(0, 4, size=300)
     write_ogb_fixture(tmp_path / "raw", "ogbn-arxiv", labels)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from graphs import make_store
+from helpers.graphs import make_store
 
 from gnnbench.errors import ConfigError
 from gnnbench.partition.spec import PartitionSpec

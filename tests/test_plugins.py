@@ -11,9 +11,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from cli import gnnbench
-from conftest import CORA, requires_dataset
-from plugin_package import MEMORY_BLOWUP, WORSE_CUT, pip_install, plant, write_plugin
+from helpers.cli import gnnbench
+from helpers.datasets import CORA, requires_dataset
+from helpers.plugin_package import MEMORY_BLOWUP, WORSE_CUT, pip_install, plant, write_plugin
 
 pytestmark = requires_dataset(CORA)
 REPO = Path(__file__).resolve().parents[1]

@@ -6,8 +6,7 @@ import itertools
 
 import numpy as np
 import pytest
-from graphs import make_store
-from test_vertex_partitioners import edge_cut
+from helpers.graphs import edge_cut, make_store
 
 from gnnbench.errors import ConfigError
 from gnnbench.partition.algorithms.quotient import metis_on_quotient, quotient_weights

@@ -6,9 +6,7 @@ import math
 
 import numpy as np
 import pytest
-from configured import configured
-from graphs import make_store, random_multigraph_store
-from test_vertex_partitioners import edge_cut
+from helpers.graphs import edge_cut, make_store, random_multigraph_store, start_owner
 
 from gnnbench.errors import ConfigError
 from gnnbench.partition.base import PartitionResult
@@ -53,13 +51,6 @@ def test_same_cut_move_only_towards_balance(tmp_path):
     assert owner.tolist() == [0, 0, 0, 1, 1]
     assert (stats["refine_cut_0"], stats["refine_moves_1"], stats["refine_cut_1"]) == (1, 1, 1)
     assert stats["refine_moves_2"] == 0 and stats["refine_stream_passes"] == 2
-
-
-def start_owner(graph, p: int, start: str) -> np.ndarray:
-    """A partition to refine: uniform random blocks (seeded by p) or hash's owners."""
-    if start == "random":
-        return np.random.default_rng(p).integers(0, p, size=graph.num_nodes).astype(np.int32)
-    return configured("hash")(graph, p, 0).owner.astype(np.int32)
 
 
 @pytest.mark.parametrize("p", [2, 4, 7])

@@ -7,8 +7,8 @@ import itertools
 from collections import defaultdict
 
 import pytest
-from figures import bands, bars, lines, whiskers
-from sweep_fixtures import (
+from helpers.figures import bands, bars, lines, whiskers
+from helpers.sweep_fixtures import (
     FAILED_JOB,
     NUM_GPUS,
     OLD_SWEEP_ID,

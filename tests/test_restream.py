@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from configured import configured
-from conftest import CORA, requires_dataset
-from graphs import make_store
-from test_data_sources import dataset_config
-from test_vertex_partitioners import edge_cut
+from helpers.configured import configured, dataset_config
+from helpers.datasets import CORA, requires_dataset
+from helpers.graphs import edge_cut, make_store
 
 from gnnbench.data.datasets import prepare_dataset
 from gnnbench.errors import ConfigError

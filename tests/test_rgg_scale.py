@@ -5,9 +5,9 @@ target's verdict stated, a failed job shown with its error."""
 from __future__ import annotations
 
 import pandas as pd
+from helpers.cli import gnnbench
 
 from gnnbench.experiments import rgg_scale
-from tests.cli import gnnbench
 
 
 def test_labels_name_presets_and_baseline_modes():

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from cli import gnnbench
-from test_end_to_end import runs
+from helpers.cli import gnnbench
+from helpers.configured import BASE
+from helpers.runs import runs
 
 from gnnbench import config_values
 from gnnbench.config_values import is_neutral
@@ -12,18 +13,6 @@ from gnnbench.identity import run_key, run_keys
 from gnnbench.track.report.query import ALIASES_TAG, newest_per_job
 from gnnbench.track.sweep import SweepTracker
 from gnnbench.track.tags import SKIPPED_ALIASES_TAG, SKIPPED_TAG
-
-BASE = {
-    "dataset": {"name": "cora"},
-    "partitioner": {"name": "spring"},
-    "p": 4,
-    "sync_interval": 1,
-    "num_gpus": 2,
-    "seed": 0,
-    "model": {"name": "sage"},
-    "tracking": {"uri": "sqlite:///a.db"},
-    "resume": True,
-}
 
 
 def key(mode: str, **changes) -> str:

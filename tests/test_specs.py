@@ -9,6 +9,7 @@ import inspect
 
 import numpy as np
 import pytest
+from helpers.configured import job_config
 
 from gnnbench import schema
 from gnnbench.data.datasets import store_path
@@ -193,17 +194,6 @@ def test_quotients_presets_record_the_fm_bound_they_enforce(preset):
 # --- DataSpec and JobSpec ----------------------------------------------------------------------
 
 
-def job_config(*overrides: str) -> dict:
-    """The composed, resolved job config of `python -m gnnbench <overrides>`."""
-    from hydra import compose, initialize_config_dir
-    from omegaconf import OmegaConf
-
-    from gnnbench.paths import CONF_DIR
-
-    with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
-        return OmegaConf.to_container(compose("config", overrides=list(overrides)), resolve=True)
-
-
 def test_a_dataset_typo_names_the_sources_keys():
     with pytest.raises(ConfigError) as caught:
         DataSpec.from_config({"name": "g", "source": "edgelist", "path": "g.csv", "delimter": ","})
@@ -274,7 +264,7 @@ def test_p_auto_passes_through():
 def test_an_unread_key_fails_the_job_before_any_stage(tmp_path, gnnbench_home, override, expected):
     """`+key=value` adds a key the composed config lacks (the command-line check leaves Hydra's
     `+` forms alone): JobSpec refuses it in one line, exit 2, before the data stage runs."""
-    from cli import gnnbench
+    from helpers.cli import gnnbench
 
     completed = gnnbench(tmp_path, override, "train=none")
     assert completed.returncode == 2

@@ -13,7 +13,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from cli import gnnbench
+from helpers.cli import gnnbench
 
 TRAINING_ONLY = ("torch", "torch_geometric", "torch_scatter", "torch_sparse", "dgl")
 SMALL_GRAPH = ("dataset=synthetic", "dataset.num_nodes=2000", "dataset.feature_dim=8")

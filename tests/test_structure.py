@@ -118,3 +118,36 @@ def test_every_script_answers_help_without_running(script, tmp_path):
     done = subprocess.run([sys.executable, str(PACKAGE.parent / "scripts" / script), "--help"],
                           capture_output=True, text=True, timeout=120, env=env)  # fmt: skip
     assert done.returncode == 0 and done.stdout.startswith("usage:"), done.stdout + done.stderr
+
+
+def _imported_test_modules(path: Path) -> list[str]:
+    """The test modules (test_*, conftest: tests' own, not bench's) a file imports."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [node.module]
+        found += [
+            name for name in names if name.removeprefix("tests.").startswith(("test_", "conftest"))
+        ]
+    return found
+
+
+def test_tests_share_helpers_only_through_their_package():
+    """Test modules import shared code from tests/helpers/ (fixtures come from conftest.py by
+    name), never from another test module or from conftest; tests/ holds no other helper."""
+    tests = Path(__file__).parent
+    found = {
+        f"{path.relative_to(tests)}: {name}"
+        for path in [*tests.glob("*.py"), *(tests / "helpers").glob("*.py")]
+        for name in _imported_test_modules(path)
+    }
+    assert not found, sorted(found)
+    loose = {p.name for p in tests.glob("*.py")} - {"conftest.py", "__init__.py"}
+    assert all(name.startswith("test_") for name in loose), sorted(loose)
+
+
+def test_the_import_check_sees_a_test_module_import(tmp_path):
+    planted = tmp_path / "test_planted.py"
+    planted.write_text("from test_train import FAST\nfrom conftest import CORA\nimport helpers\n")
+    assert _imported_test_modules(planted) == ["test_train", "conftest"]

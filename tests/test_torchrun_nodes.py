@@ -7,8 +7,8 @@ import socket
 import subprocess
 
 import pytest
-from cli import start
-from conftest import CORA, requires_dataset
+from helpers.cli import start
+from helpers.datasets import CORA, requires_dataset
 
 NODES = 2
 

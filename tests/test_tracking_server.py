@@ -2,7 +2,7 @@
 as separate processes by submitit (as on SLURM), and a store that is gone or is not a store.
 
 Every server runs on 127.0.0.1 with its store in the test's temporary directory, and is stopped
-when its test ends (tests/tracking_server.py).
+when its test ends (tests/helpers/tracking_server.py).
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ import time
 from pathlib import Path
 
 import pytest
-from cli import gnnbench, start
-from conftest import CORA, requires_dataset
-from tracking_server import TrackingServer, free_port
+from helpers.cli import gnnbench, start
+from helpers.datasets import CORA, requires_dataset
+from helpers.tracking_server import TrackingServer, free_port
 
 from gnnbench.errors import TrackingError
 

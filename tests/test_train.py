@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from helpers.configured import FAST, SAGE
+from helpers.graphs import community_store, random_csr
 
-from gnnbench.data.builder import GraphStoreBuilder
-from gnnbench.data.graph_ops import csr_from_edges
 from gnnbench.data.store import GraphStore
 from gnnbench.errors import ConfigError, DataError
 from gnnbench.partition.stage.book import PartitionBook
@@ -33,60 +33,11 @@ RESULT_KEYS = {
     "train_nodes_per_epoch", "computation_cost", "batch_wait_s", "gpu_peak_mb", "sync_wait_s",
     "train_peak_rss_mb", "train_rss_sum_mb", "eval_peak_rss_mb", "load_time_s", "eval_time_s",
 }  # fmt: skip
-SAGE = {"name": "sage", "layers": 2, "hidden": 32, "dropout": 0.5}
-FAST = {"epochs": 3, "fanouts": [5, 5], "batch_size": 64, "timeout_s": 120}
 
 
 def spec(train: dict, model: dict = SAGE, workers: int = 1, sync_interval: int = 1) -> TrainSpec:
     """The YAML defaults of train.mode and model.name with the test's keys laid over them."""
     return spec_from_conf(train, model, num_gpus=workers, sync_interval=sync_interval, seed=0)
-
-
-def community_store(
-    path: Path, num_nodes: int = 300, classes: int = 3, multilabel: bool = False
-) -> GraphStore:
-    """A small stochastic-block graph whose features carry a weak class signal."""
-    rng = np.random.default_rng(0)
-    label = rng.integers(0, classes, num_nodes)
-    sources = rng.integers(0, num_nodes, 6 * num_nodes)
-    by_class = np.argsort(label, kind="stable")
-    first = np.searchsorted(label[by_class], np.arange(classes))
-    source_class = label[sources[: 4 * num_nodes]]  # 2/3 of the edges stay inside a class
-    offset = rng.integers(0, np.bincount(label, minlength=classes)[source_class])
-    same_class = by_class[first[source_class] + offset]
-    targets = np.concatenate([same_class, rng.integers(0, num_nodes, 2 * num_nodes)])
-    features = np.eye(classes)[label] + rng.normal(0, 1.5, (num_nodes, classes))
-    with GraphStoreBuilder(path, "community", "test") as builder:
-        builder.set_num_nodes(num_nodes)
-        builder.add_edges(np.stack([sources, targets], axis=1), origin="test")
-        builder.set_features(np.hstack([features, rng.normal(size=(num_nodes, 5))]))
-        labels = np.eye(classes, dtype=np.uint8)[label] if multilabel else label
-        builder.set_labels(labels, multilabel=multilabel)
-        builder.finish()
-    return GraphStore(path)
-
-
-@pytest.fixture(scope="module")
-def graph(tmp_path_factory):
-    """(store, book path with p=2) shared by the run tests; the book is built by the real stage."""
-    from gnnbench.partition.spec import PartitionSpec
-    from gnnbench.partition.stage.runner import run_partition_stage
-
-    root = tmp_path_factory.mktemp("train")
-    store = community_store(root / "store")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("GNNBENCH_HOME", str(root / "home"))
-        book, _ = run_partition_stage(
-            store, partitioner=PartitionSpec.defaults("hash"), p=2, seed=0
-        )
-    return store, book.path
-
-
-def random_csr(num_nodes: int = 60, num_edges: int = 400, seed: int = 0):
-    rng = np.random.default_rng(seed)
-    edges = rng.integers(0, num_nodes, (num_edges, 2))
-    edges = np.unique(np.sort(edges[edges[:, 0] != edges[:, 1]], axis=1), axis=0)
-    return csr_from_edges(edges, num_nodes)
 
 
 # --- sampler -------------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-from conftest import CORA, requires_dataset
+from helpers.datasets import CORA, requires_dataset
 
 from gnnbench.data.datasets import prepare_dataset
 from gnnbench.partition.num_parts import MemoryBudget, auto_num_parts, graph_bytes

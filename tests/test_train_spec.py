@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 import torch.distributed as dist
 import torch.multiprocessing as mp
-from test_train import FAST, SAGE, community_store
+from helpers.configured import FAST, SAGE
+from helpers.graphs import community_store
 
 from gnnbench.errors import ConfigError, DataError, root_cause, worker_failure
 from gnnbench.train.coordinator import SingleProcess, Torchrun

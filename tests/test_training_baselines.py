@@ -14,10 +14,9 @@ import time
 from pathlib import Path
 
 import pytest
-from cli import gnnbench, start
-from conftest import CORA, requires_dataset
-from test_baselines import distdgl_ready, pyg_metis_ready  # noqa: F401 (fixtures)
-from test_end_to_end import runs
+from helpers.cli import gnnbench, start
+from helpers.datasets import CORA, requires_dataset
+from helpers.runs import runs
 
 DISTDGL_JOB = ("dataset=cora", "partitioner=spring", "p=2", "num_gpus=2", "train=distdgl")
 

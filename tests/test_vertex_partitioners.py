@@ -7,8 +7,8 @@ import math
 
 import numpy as np
 import pytest
-from configured import configured
-from graphs import make_store
+from helpers.configured import configured
+from helpers.graphs import edge_cut, make_store
 
 from gnnbench.data.adjacency import INDICES_FILE, adjacency_scope, ensure_adjacency
 from gnnbench.data.store import GraphStore
@@ -34,11 +34,6 @@ def random_store(tmp_path_factory) -> GraphStore:
     edges = rng.integers(0, 580, size=(3000, 2))
     # ids 580..599 are isolated
     return make_store(tmp_path_factory.mktemp("random") / "store", edges, 600)
-
-
-def edge_cut(store: GraphStore, owner: np.ndarray) -> int:
-    edges = store.edges()
-    return int((owner[edges[:, 0]] != owner[edges[:, 1]]).sum())
 
 
 def grem_part_bounds(n: int, p: int) -> list[int]:

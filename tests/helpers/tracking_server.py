@@ -13,9 +13,9 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from cli import start
 
 from gnnbench.process import lifecycle
+from helpers.cli import start
 
 START_S = 60  # bound on waiting for the server to answer /health
 

@@ -3,7 +3,7 @@ warm-up, then the measured work on a store; prints (JSON) the numba kernels that
 compiled or cache-loaded signature inside the measured step, which the warm-up should have
 covered.
 
-    python tests/jit_probe.py <partitioner> '<overrides JSON>' <store directory> <p>
+    python tests/helpers/jit_probe.py <partitioner> '<overrides JSON>' <store directory> <p>
 """
 
 from __future__ import annotations

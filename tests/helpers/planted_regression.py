@@ -1,7 +1,7 @@
 """A pytest plugin that makes SPRING deliberately worse, to show the bench gates catch it.
 
-GNNBENCH_PLANT=quality pytest -p planted_regression bench/...   # 30% of owners scrambled
-GNNBENCH_PLANT=speed   pytest -p planted_regression bench/...   # 2 x SPEED_MAX_FACTOR its CPU time
+GNNBENCH_PLANT=quality pytest -p helpers.planted_regression bench/...   # 30% of owners scrambled
+GNNBENCH_PLANT=speed   pytest -p helpers.planted_regression bench/...   # 2 x SPEED_MAX_FACTOR its CPU time
 """
 
 from __future__ import annotations
