@@ -134,3 +134,25 @@ def test_choices_are_the_literals():
     assert FEATURE_ROWS == schema.choices(schema.FeatureRows)
     assert STRATEGIES == schema.choices(schema.Strategy)
     assert BATCHINGS == schema.choices(schema.Batching)
+
+
+def test_hydra_public_api_finds_the_schema_in_a_fresh_process():
+    """A script composing gnnbench's configs with Hydra's own `initialize_config_dir` + `compose`
+    (nothing of gnnbench imported before) finds the schema: the search-path plugin registers it."""
+    import subprocess
+    import sys
+
+    code = (
+        "from hydra import compose, initialize_config_dir\n"
+        "from gnnbench.paths import CONF_DIR\n"
+        "with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):\n"
+        "    config = compose('config')\n"
+        "print(config.p, config.partitioner.hops, config.tracking.experiment)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    top = schema.node(schema.JobKeys)
+    assert done.stdout.split() == [
+        str(top["p"]),
+        str(top["partitioner"]["hops"]),
+        top["tracking"]["experiment"],
+    ]

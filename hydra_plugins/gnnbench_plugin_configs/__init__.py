@@ -1,8 +1,10 @@
-"""Hydra finds gnnbench plugins' config folders (gnnbench/plugins.py) through this search-path
-plugin: Hydra loads it for every app from the `hydra_plugins` namespace package, and it adds the
-folders only where the app composes gnnbench's own configs. Each path that composes gnnbench's
-configs (hydra.main, the checks before it in gnnbench/cli.py, gnnbench/composition.py) builds its
-search path through Hydra, so all three see the same plugins."""
+"""Hydra finds gnnbench plugins' config folders (gnnbench/plugins.py) and gnnbench's config
+schema (gnnbench/schema.py, the ConfigStore node config.yaml extends) through this search-path
+plugin: Hydra loads it for every app from the `hydra_plugins` namespace package, and it acts only
+where the app composes gnnbench's own configs. Each path that composes gnnbench's configs
+(hydra.main, the checks before it in gnnbench/cli.py, gnnbench/composition.py, and Hydra's own
+`initialize_config_dir` + `compose` in a script or test) builds its search path through Hydra, so
+all of them see the same plugins and the same schema."""
 
 from __future__ import annotations
 
@@ -18,5 +20,8 @@ class GnnbenchPluginConfigs(SearchPathPlugin):
         ours = {str(CONF_DIR), f"file://{CONF_DIR}", "pkg://gnnbench.conf", "pkg://gnnbench/conf"}
         if not any(element.path in ours for element in search_path.get_path()):
             return  # another Hydra app in this environment
+        from gnnbench import schema
+
+        schema.register()  # before any config is loaded: config.yaml's defaults list names it
         for folder in config_dirs():
             search_path.append(provider="gnnbench-plugin", path=f"file://{folder}")
