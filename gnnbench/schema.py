@@ -11,7 +11,8 @@ from its function's signature, a source's from its `config_keys`, a model's from
 
 Hydra holds the defaults only, as plain values: OmegaConf 2.3 rejects `Literal` and turns an int
 in a float field into a float (which would move run keys that hash `import_memory_gb: 2`). The
-types are checked by the specs, in one line each, with "did you mean" for an unknown key.
+specs check each value against its declared type (or a narrower rule of their own) in one line;
+an unknown key on the command line is one line with "did you mean" (gnnbench/cli.py).
 
 A key marked `optional` is declared with its default but not composed: a config holds it only
 where a file or the command line sets it, so the configs (and run and cache keys) of files that
@@ -200,6 +201,16 @@ def configured(schema: type, config: Mapping[str, Any], key: str) -> Any:
     return config[key] if key in config else default(schema, key)
 
 
+def require_every_key(schema: type, values: Mapping[str, Any]) -> Mapping[str, Any]:
+    """`values` when they hold every key `schema` declares: a spec parsing a config must not leave
+    a declared key to its dataclass default (a key added here but not parsed would be ignored
+    without a word). A TypeError names the keys left out: a mistake in gnnbench, not the config."""
+    missing = sorted(set(keys(schema)) - set(values))
+    if missing:
+        raise TypeError(f"{schema.__name__}: the spec parses no value for {', '.join(missing)}")
+    return values
+
+
 def node(schema: type) -> dict[str, Any]:
     """The composed keys of `schema` with their defaults, as plain config values (nested blocks
     as dicts, tuples as lists): what Hydra's ConfigStore holds."""
@@ -221,16 +232,13 @@ def memory_budget_node() -> dict[str, Any]:
 
 
 def register() -> None:
-    """Put the schema's nodes in Hydra's ConfigStore (once per process; before Hydra composes)."""
-    if _registered:
-        return
+    """Put the schema's nodes in Hydra's ConfigStore (before Hydra composes; again only where the
+    store lacks them)."""
     from hydra.core.config_store import ConfigStore
 
     store = ConfigStore.instance()
+    if f"{SCHEMA_NODE}.yaml" in store.repo:
+        return
     store.store(name=SCHEMA_NODE, node=node(JobKeys))
     store.store(group="shared", name="train", node=node(TrainKeys))
     store.store(group="shared/p_auto", name="memory_budget", node=memory_budget_node())
-    _registered.append(True)
-
-
-_registered: list[bool] = []

@@ -14,7 +14,6 @@ test beside it: it times CPU, bounds a wall clock, or inspects machine-wide stat
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -79,7 +78,7 @@ def small_sweep_store(tmp_path):
 
 def _missing(what: str) -> None:
     message = f"{what} is not set up: run python -m gnnbench setup {what}"
-    if os.environ.get("CI"):
+    if in_ci():
         pytest.fail(message)
     pytest.skip(message)
 

@@ -124,16 +124,20 @@ def test_the_scan_finds_a_planted_default(tmp_path):
     assert _reads_with_a_default_of_its_own(planted, {"split_seed"})
 
 
-def test_choices_are_the_literals():
-    """The specs' choice tuples come from the schema's Literal types."""
-    from gnnbench.data.input_features import INPUT_FEATURES
-    from gnnbench.partition.spec import FEATURE_ROWS
-    from gnnbench.train.spec import BATCHINGS, STRATEGIES
+def test_a_spec_that_parses_no_value_for_a_declared_key_fails(monkeypatch):
+    """A key added to the schema but not parsed by its spec would be left to its dataclass default
+    without a word: a TypeError naming it instead (a key planted on the schema's lists)."""
+    from gnnbench.partition.spec import PartitionSpec
+    from gnnbench.train.spec import spec_from_conf
 
-    assert INPUT_FEATURES == schema.choices(schema.InputFeatures)
-    assert FEATURE_ROWS == schema.choices(schema.FeatureRows)
-    assert STRATEGIES == schema.choices(schema.Strategy)
-    assert BATCHINGS == schema.choices(schema.Batching)
+    spec_from_conf({"mode": "model_avg"})  # the real lists are complete
+    PartitionSpec.defaults("spring")
+    real_keys = schema.keys
+    monkeypatch.setattr(schema, "keys", lambda cls: (*real_keys(cls), "planted"))
+    with pytest.raises(TypeError, match=r"^TrainKeys: the spec parses no value for planted$"):
+        spec_from_conf({"mode": "model_avg", "planted": 1})
+    with pytest.raises(TypeError, match=r"^PartitionerKeys: the spec parses no value for planted"):
+        PartitionSpec.defaults("spring")
 
 
 def test_hydra_public_api_finds_the_schema_in_a_fresh_process():

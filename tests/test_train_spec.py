@@ -49,7 +49,7 @@ def test_the_spec_carries_the_job_axes_and_yaml_defaults():
     spec = spec_from_conf({"mode": "model_avg"}, SAGE, sync_interval=3, seed=7, num_gpus=2)
     assert (spec.sync_interval, spec.seed, spec.num_gpus) == (3, 7, 2)
     assert spec.epochs == 20 and spec.fanouts == (25, 10)  # gnnbench/schema.py's TrainKeys
-    assert spec.worker_mem_gb == 4  # gnnbench/conf/train/model_avg.yaml
+    assert spec.worker_mem_gb == 4  # the schema's shared/p_auto/memory_budget, model_avg's
     assert spec.model.as_config() == SAGE
     with pytest.raises(ConfigError, match=r"^sync_interval: expected >= 1, got 0$"):
         spec_from_conf({"mode": "model_avg"}, SAGE, sync_interval=0)

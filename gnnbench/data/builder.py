@@ -50,11 +50,11 @@ class GraphStoreBuilder:
         dest: Path,
         name: str,
         source: str,
-        seed: int = 0,
-        normalize_features: bool = False,
-        nonfinite: str = "error",
-        import_memory_gb: float = 2.0,
-        feature_dtype: str = "float32",
+        seed: int = DatasetKeys.split_seed,
+        normalize_features: bool = DatasetKeys.normalize_features,
+        nonfinite: str = DatasetKeys.nonfinite,
+        import_memory_gb: float = DatasetKeys.import_memory_gb,
+        feature_dtype: str = DatasetKeys.feature_dtype,
         split_fractions: tuple[float, float, float] = DatasetKeys.split_fractions,
     ):
         self.dest = Path(dest)

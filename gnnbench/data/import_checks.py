@@ -109,7 +109,7 @@ def os_error_as_data_error(exc: BaseException | None, directory: Path) -> DataEr
 
 def nonfinite_policy(value: object) -> str:
     """`dataset.nonfinite`: what to do with NaN/inf features (error or zero)."""
-    policy = "error" if value is None else str(value)
+    policy = schema.DatasetKeys.nonfinite if value is None else str(value)
     if policy not in NONFINITE_CHOICES:
         raise ConfigError(
             f"dataset.nonfinite: expected one of {', '.join(NONFINITE_CHOICES)}, got {value!r}"

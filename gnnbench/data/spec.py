@@ -7,6 +7,7 @@ keys exactly as configured, so the dataset's cache key (datasets.dataset_key) is
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,7 +16,7 @@ from gnnbench import schema
 from gnnbench.data.sources import SOURCES
 from gnnbench.errors import ConfigError
 from gnnbench.schema import DatasetKeys
-from gnnbench.spec_keys import ReadOnlyMap, check_keys, plain
+from gnnbench.spec_keys import ReadOnlyMap, check_annotated, check_keys, plain
 
 # Keys of every dataset config, whatever its source (read by prepare_dataset and the builder),
 # declared with their types and defaults in gnnbench/schema.py.
@@ -52,6 +53,11 @@ class DataSpec:
         from gnnbench.data.input_features import check_input_features
 
         check_input_features(shared_value(config, "features"))
+        # the split's seed and normalisation against their declared types; the other shared keys
+        # have narrower checks where they are read (import_checks, features, builder, download)
+        hints = typing.get_type_hints(DatasetKeys)
+        for key in ("split_seed", "normalize_features"):
+            check_annotated(f"dataset.{key}", shared_value(config, key), hints[key])
         from gnnbench.data.download import remote_files
 
         remote_files(config)  # a malformed download list fails here, before anything runs

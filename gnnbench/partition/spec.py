@@ -101,15 +101,20 @@ class PartitionSpec(PartitionerKeys):
         own = own_keys(PARTITIONERS.get(name))  # an unknown name fails here, in one line
         valid = ("name", *SHARED_KEYS, *own)
         check_keys("partitioner", config, valid, name, required=valid)
+        shared = {
+            "hops": whole_at_least("partitioner.hops", config["hops"], 0),
+            "chunk_edges": whole_at_least("partitioner.chunk_edges", config["chunk_edges"], 1),
+            "memory_limit_gb": _positive_or_none(config, "memory_limit_gb"),
+            "max_vertex_balance": _positive_or_none(config, "max_vertex_balance"),
+            "refine_passes": whole_at_least(
+                "partitioner.refine_passes", config["refine_passes"], 0
+            ),
+            "refine_objective": check_refine_objective(config["refine_objective"]),
+            "feature_rows": check_choice("feature_rows", config["feature_rows"], FEATURE_ROWS),
+        }
         return cls(
             name=name,
-            hops=whole_at_least("partitioner.hops", config["hops"], 0),
-            chunk_edges=whole_at_least("partitioner.chunk_edges", config["chunk_edges"], 1),
-            memory_limit_gb=_positive_or_none(config, "memory_limit_gb"),
-            max_vertex_balance=_positive_or_none(config, "max_vertex_balance"),
-            refine_passes=whole_at_least("partitioner.refine_passes", config["refine_passes"], 0),
-            refine_objective=check_refine_objective(config["refine_objective"]),
-            feature_rows=check_choice("feature_rows", config["feature_rows"], FEATURE_ROWS),
+            **schema.require_every_key(PartitionerKeys, shared),
             params=ReadOnlyMap(own_values(PARTITIONERS.get(name), config)),
         )
 

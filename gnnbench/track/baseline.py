@@ -37,6 +37,7 @@ from typing import Any
 
 from gnnbench.errors import GnnbenchError, one_line
 from gnnbench.process.atomic import atomic_write_bytes
+from gnnbench.schema import TrackingKeys
 from gnnbench.track.report.query import AXES, LOAD, load_sweep, open_store
 
 FORMAT = 1
@@ -254,8 +255,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("action", choices=("save", "check"))
     parser.add_argument("file", type=Path)
     parser.add_argument("--sweep-id", help="the sweep (default: the latest)")
-    parser.add_argument("--tracking-uri", default="sqlite:///mlflow.db")
-    parser.add_argument("--experiment", default="gnnbench")
+    parser.add_argument("--tracking-uri", default=TrackingKeys.uri)
+    parser.add_argument("--experiment", default=TrackingKeys.experiment)
     parser.add_argument("--tolerance", action="append", default=[], metavar="METRIC=X",
                         help="a metric's tolerance (relative; absolute for F1; 'time' for the time ratio)")  # fmt: skip
     parser.add_argument(

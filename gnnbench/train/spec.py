@@ -30,7 +30,6 @@ OPTIONAL_TRAIN_KEYS = tuple(
     sorted(set(schema.keys(TrainKeys)) - set(schema.composed_keys(TrainKeys)))
 )
 OPTIONAL_MODEL_KEYS = ("heads",)  # gat's alone
-AXES = ("sync_interval", "seed", "num_gpus", "model")  # not keys of the train group
 
 
 def _valid_keys(cls: type, excluded: tuple[str, ...] = ()) -> list[str]:
@@ -138,7 +137,7 @@ class TrainSpec(TrainKeys):
         if check_mode is not None:
             check_mode(str(train["mode"]))
         return cls(
-            **_train_values(train),
+            **schema.require_every_key(TrainKeys, _train_values(train)),
             sync_interval=whole_axis("sync_interval", sync_interval, 1),
             seed=whole_axis("seed", seed),
             num_gpus=whole_axis("num_gpus", num_gpus, 1),

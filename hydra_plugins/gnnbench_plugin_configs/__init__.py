@@ -8,6 +8,8 @@ all of them see the same plugins and the same schema."""
 
 from __future__ import annotations
 
+import os
+
 from hydra.core.config_search_path import ConfigSearchPath
 from hydra.plugins.search_path_plugin import SearchPathPlugin
 
@@ -17,11 +19,20 @@ class GnnbenchPluginConfigs(SearchPathPlugin):
         from gnnbench.paths import CONF_DIR
         from gnnbench.plugins import config_dirs
 
-        ours = {str(CONF_DIR), f"file://{CONF_DIR}", "pkg://gnnbench.conf", "pkg://gnnbench/conf"}
-        if not any(element.path in ours for element in search_path.get_path()):
+        ours = {os.path.realpath(CONF_DIR), "pkg://gnnbench.conf", "pkg://gnnbench/conf"}
+        if not any(_normalised(element.path) in ours for element in search_path.get_path()):
             return  # another Hydra app in this environment
         from gnnbench import schema
 
         schema.register()  # before any config is loaded: config.yaml's defaults list names it
         for folder in config_dirs():
             search_path.append(provider="gnnbench-plugin", path=f"file://{folder}")
+
+
+def _normalised(path: str | None) -> str:
+    """A search-path element as a comparable path: a folder (file://, a trailing slash, a link)
+    resolved; a package path as written."""
+    path = path or ""
+    if path.startswith("pkg://"):
+        return path.rstrip("/")
+    return os.path.realpath(path.removeprefix("file://"))

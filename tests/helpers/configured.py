@@ -30,7 +30,7 @@ BASE = {
 
 def configured(name: str) -> Callable[..., PartitionResult]:
     """`call(store, p, seed, **keys)`: partitioner `name` with
-    gnnbench/conf/partitioner/<name>.yaml's keys and the shared block's, `keys` overriding them (an
+    gnnbench/conf/partitioner/<name>.yaml's keys and the schema's shared ones, `keys` overriding them (an
     unknown key is a ConfigError)."""
 
     def call(store, p: int, seed: int, **keys) -> PartitionResult:

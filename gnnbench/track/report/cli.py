@@ -23,6 +23,7 @@ from pathlib import Path
 
 from gnnbench.errors import GnnbenchError
 from gnnbench.process.atomic import atomic_write_bytes
+from gnnbench.schema import TrackingKeys
 from gnnbench.track.report.plots import figures
 from gnnbench.track.report.query import DEFAULT_AXES, load_sweep, open_store
 from gnnbench.track.report.tables import (
@@ -37,7 +38,7 @@ from gnnbench.track.report.tables import (
 
 def report_sweep(
     tracking_uri: str,
-    experiment: str = "gnnbench",
+    experiment: str = TrackingKeys.experiment,
     sweep_id: str | None = None,
     out_dir: Path | None = None,
     log_artifacts: bool = True,
@@ -77,8 +78,8 @@ def _parser() -> argparse.ArgumentParser:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--tracking-uri", default="sqlite:///mlflow.db")
-    parser.add_argument("--experiment", default="gnnbench")
+    parser.add_argument("--tracking-uri", default=TrackingKeys.uri)
+    parser.add_argument("--experiment", default=TrackingKeys.experiment)
     sweep = parser.add_argument_group("sweep mode")
     sweep.add_argument("--sweep-id", help="the sweep to report (tag sweep_id of its parent run)")
     sweep.add_argument(

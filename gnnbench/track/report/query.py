@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from gnnbench.errors import GnnbenchError
+from gnnbench.schema import TrackingKeys
 from gnnbench.track.mlflow_run import HEADLINE_METRICS, PRESET_TAG
 from gnnbench.track.store import HOST_TAG
 from gnnbench.track.tags import (
@@ -217,7 +218,7 @@ def swept_axes(rows: Sequence[dict], candidates: Sequence[str] = AXES) -> list[s
 
 
 def load_sweep(
-    tracking_uri: str, experiment: str = "gnnbench", sweep_id: str | None = None
+    tracking_uri: str, experiment: str = TrackingKeys.experiment, sweep_id: str | None = None
 ) -> Sweep:
     """Read one sweep (the latest when sweep_id is None): its parent and its jobs' rows."""
     client = open_store(tracking_uri)
