@@ -8,6 +8,7 @@ bad input files: tests/test_faults_data.py.
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -358,3 +359,29 @@ def test_nonfinite_loss_on_a_rank_fails_fast(tmp_path, gnnbench_home):
             book_path=book.path,
             spec=spec_from_conf(train, model, num_gpus=2, sync_interval=1, seed=0),
         )
+
+
+def _rank_making_a_temporary_folder_then_dying(job, rank, world_size, device, payload) -> dict:
+    """A rank that creates multiprocessing's temporary folder, says where, and is SIGKILLed."""
+    import multiprocessing.util
+
+    Path(payload).write_text(multiprocessing.util.get_temp_dir())
+    os.kill(os.getpid(), signal.SIGKILL)
+    return {}
+
+
+@pytest.mark.distributed
+def test_a_killed_rank_leaves_no_temporary_folder(tmp_path):
+    """A spawned rank's temporary files live in the launch's scratch folder: a rank that is
+    killed (or ends with os._exit, as every rank does) skips its own clean-up, and its pymp-*
+    folder went on living in /tmp; now the launcher removes it with the scratch."""
+    from gnnbench.train.launch import spawn_workers
+    from gnnbench.train.spec import Job, spec_from_conf
+
+    job = Job(spec_from_conf({"mode": "model_avg"}), tmp_path, None, 1, 2, False, None)
+    said = tmp_path / "temporary_folder.txt"
+    with pytest.raises(Exception, match="worker 0"):
+        spawn_workers(job, 1, _rank_making_a_temporary_folder_then_dying, str(said))
+    folder = Path(said.read_text())
+    assert folder.name.startswith("pymp-") and ".gnnbench-train-" in str(folder)
+    assert not folder.exists()

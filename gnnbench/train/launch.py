@@ -14,6 +14,7 @@ import logging
 import os
 import socket
 import sys
+import tempfile
 import time
 import traceback
 from collections.abc import Callable
@@ -212,6 +213,7 @@ def _spawned_worker(
     try:
         lifecycle.die_with_parent(parent_pid)
         lifecycle.ignore_interrupts_from_terminal()
+        _temporary_files_in(scratch / f"tmp-{rank}")
         if rank == 0:
             _log_like_parent(log_level)
         device = resolve_device(job.spec, rank)
@@ -243,6 +245,16 @@ def _spawned_worker(
 
 def _cores() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def _temporary_files_in(folder: Path) -> None:
+    """This rank's temporary files and folders (multiprocessing's pymp-*, its sampler processes'
+    too: they inherit it) go in `folder`, inside the launch's scratch directory, which the
+    launcher removes: a rank ends with os._exit or is killed, and both skip the clean-up that
+    would remove them from /tmp."""
+    folder.mkdir()
+    tempfile.tempdir = str(folder)
+    os.environ["TMPDIR"] = str(folder)
 
 
 def _failure(scratch: Path, processes: list, rank: int) -> Exception:
