@@ -69,9 +69,8 @@ def choices(literal: Any) -> tuple[str, ...]:
 class DatasetKeys:
     """Keys every dataset shares, whatever its source (read by prepare_dataset and the builder)."""
 
-    nonfinite: Nonfinite = (
-        "error"  # NaN/inf features: refuse, or replace by 0 (counted in meta.json)
-    )
+    # NaN/inf features: refuse, or replace by 0 (counted in meta.json)
+    nonfinite: Nonfinite = "error"
     import_memory_gb: float = 2  # memory bound of the import's deduplication (larger: through disk)
     # inputs of a graph without node features (gnnbench/data/input_features.py); none: cannot train
     features: InputFeatures = "none"
@@ -90,19 +89,14 @@ class PartitionerKeys:
     receives the shared value."""
 
     hops: int = 1  # k of the GNN-ready k-hop neighbourhood (0: owned nodes, inner edges only)
-    chunk_edges: int = (
-        1048576  # edges per streamed chunk (the GNN-ready step, streaming partitioners)
-    )
-    memory_limit_gb: float | None = (
-        None  # cap on the partition process's private memory; null: none
-    )
-    max_vertex_balance: float | None = (
-        1.5  # bound on vertex_balance where the algorithm states none
-    )
+    # edges per streamed chunk (the GNN-ready step, streaming partitioners)
+    chunk_edges: int = 1048576
+    memory_limit_gb: float | None = None  # cap on the partition process's private memory
+    # bound on vertex_balance where the algorithm states none
+    max_vertex_balance: float | None = 1.5
     refine_passes: int = 0  # label-propagation refinement passes after any partitioner
-    refine_objective: RefineObjective = (
-        "edge_cut"  # what they lower (replication: |V| x p bytes more)
-    )
+    # what they lower (replication: |V| x p bytes more)
+    refine_objective: RefineObjective = "edge_cut"
     # partitions read the store's feat.npy by global id (shared) or hold a copy of their rows (copy:
     # RF x |V| x F x bytes more disk; docs/design.md, "Feature rows")
     feature_rows: FeatureRows = "shared"
@@ -232,8 +226,10 @@ def memory_budget_node() -> dict[str, Any]:
 
 
 def register() -> None:
-    """Put the schema's nodes in Hydra's ConfigStore (before Hydra composes; again only where the
-    store lacks them)."""
+    """Put the schema's nodes in Hydra's ConfigStore, where it lacks them. Called by gnnbench's
+    search-path plugin (hydra_plugins/gnnbench_plugin_configs), which Hydra runs before every
+    composition of gnnbench's configs: hydra.main, gnnbench/cli.py's checks, composition.py and
+    Hydra's own `initialize_config_dir` + `compose` alike."""
     from hydra.core.config_store import ConfigStore
 
     store = ConfigStore.instance()

@@ -22,6 +22,7 @@ from gnnbench.data.spec import ORIGIN_KEYS, DataSpec, shared_value
 from gnnbench.data.store import FORMAT_VERSION, GraphStore
 from gnnbench.errors import ConfigError, DataError, OutOfMemory, first_line
 from gnnbench.paths import gnnbench_home, raw_dir
+from gnnbench.schema import DatasetKeys
 
 # How the store is built or where its raw bytes came from, not what it holds.
 IMPORT_ONLY_KEYS = (
@@ -96,7 +97,7 @@ def import_memory_gb(dataset: Mapping[str, Any]) -> float:
     default)."""
     value = shared_value(dataset, "import_memory_gb")
     try:
-        budget = float(shared_value({}, "import_memory_gb") if value is None else value)
+        budget = float(DatasetKeys.import_memory_gb if value is None else value)
     except (TypeError, ValueError):
         budget = -1.0
     if not budget > 0:
