@@ -17,7 +17,6 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
-from gnnbench import schema
 from gnnbench.cli import (
     HydraConfigs,
     check_group_choices,
@@ -272,7 +271,6 @@ def main() -> None:
     except ConfigError as exc:
         print(f"gnnbench: error: {exc}", file=sys.stderr)
         sys.exit(2)
-    schema.register()  # the ConfigStore nodes config.yaml's defaults list names (HydraConfigs did)
     app = hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name=CONFIG_NAME)(_job)
     handle_interrupts()  # SIGTERM / SIGINT: workers stopped, the run KILLED, one line
     try:

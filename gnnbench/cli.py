@@ -82,7 +82,6 @@ class HydraConfigs:
         from hydra._internal.config_loader_impl import ConfigLoaderImpl
         from hydra._internal.utils import get_args_parser
 
-        schema.register()  # before the loader reads config.yaml's defaults list
         args = get_args_parser().parse_args(argv)
         self.overrides: list[str] = list(args.overrides)
         self.config_name: str = args.config_name or CONFIG_NAME

@@ -83,7 +83,6 @@ def _loader() -> Any:
     from hydra._internal.config_loader_impl import ConfigLoaderImpl
     from hydra._internal.utils import create_config_search_path
 
-    schema.register()
     return ConfigLoaderImpl(config_search_path=create_config_search_path(str(CONF_DIR)))
 
 
