@@ -35,13 +35,29 @@ def fresh_venv(root: Path) -> Path:
     return python
 
 
+def packaged_folders() -> set[str]:
+    """The checkout's top-level packages as setuptools finds them from pyproject.toml (gnnbench,
+    and the hydra_plugins namespace that registers its config schema), so that a package added
+    there is copied here too. Asked in a child: importing setuptools here trips its distutils
+    shim once distutils is loaded."""
+    ask = (
+        "from setuptools.config.pyprojecttoml import read_configuration as read\n"
+        "for name in read('pyproject.toml')['tool']['setuptools']['packages']: print(name)"
+    )
+    found = subprocess.run(
+        [sys.executable, "-c", ask], cwd=REPO, capture_output=True, text=True, check=True
+    )
+    return {name.split(".")[0] for name in found.stdout.split()}
+
+
 def source_tree(root: Path) -> Path:
     """What `pip install .` reads of the checkout, copied (its build leaves no files there)."""
     root.mkdir()
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(REPO / name, root / name)
     ignore = shutil.ignore_patterns("__pycache__")
-    shutil.copytree(REPO / "gnnbench", root / "gnnbench", ignore=ignore)
+    for folder in sorted(packaged_folders()):
+        shutil.copytree(REPO / folder, root / folder, ignore=ignore)
     return root
 
 
