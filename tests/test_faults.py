@@ -361,7 +361,7 @@ def test_nonfinite_loss_on_a_rank_fails_fast(tmp_path, gnnbench_home):
         )
 
 
-def _rank_making_a_temporary_folder_then_dying(job, rank, world_size, device, payload) -> dict:
+def _rank_making_a_temporary_folder_then_dying(job, rank, num_gpus, device, payload) -> dict:
     """A rank that creates multiprocessing's temporary folder, says where, and is SIGKILLed."""
     import multiprocessing.util
 

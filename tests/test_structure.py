@@ -151,3 +151,37 @@ def test_the_import_check_sees_a_test_module_import(tmp_path):
     planted = tmp_path / "test_planted.py"
     planted.write_text("from test_train import FAST\nfrom conftest import CORA\nimport helpers\n")
     assert _imported_test_modules(planted) == ["test_train", "conftest"]
+
+
+TORCH_NAMES_OF_NUM_GPUS = {"world_size", "num_workers"}  # torch's keywords; ours is num_gpus
+
+
+def second_names_of_num_gpus(path: Path) -> list[str]:
+    """`path:line name` for each variable, parameter, attribute or string (a logged key) named as
+    torch names the worker count; a keyword argument is a call into torch's API and passes."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        name = {
+            ast.Name: lambda n: n.id,
+            ast.arg: lambda n: n.arg,
+            ast.Attribute: lambda n: n.attr,
+            ast.Constant: lambda n: n.value if isinstance(n.value, str) else None,
+        }.get(type(node), lambda n: None)(node)
+        if name in TORCH_NAMES_OF_NUM_GPUS:
+            found.append(f"{relative(path)}:{node.lineno} {name}")
+    return found
+
+
+def test_the_worker_count_has_one_name_from_the_command_line_to_the_launcher():
+    found = [hit for path in modules() for hit in second_names_of_num_gpus(path)]
+    assert not found, "call it num_gpus: " + "; ".join(found)
+
+
+def test_the_name_check_sees_a_second_name_and_passes_torch_keywords(tmp_path):
+    planted = tmp_path / "planted.py"
+    planted.write_text(
+        "def f(world_size):\n    return {'num_workers': group.world_size}\n"
+        "dist.init_process_group('gloo', world_size=n)\nDataLoader(x, num_workers=0)\n"
+    )
+    hits = [hit.split(" ")[1] for hit in second_names_of_num_gpus(planted)]
+    assert hits == ["world_size", "num_workers", "world_size"]

@@ -29,7 +29,7 @@ from gnnbench.train.sync import all_reduce_average, weighted_state_sum
 
 RESULT_KEYS = {
     "epoch_time_s", "compute_time_s", "sync_time_s", "val_f1_micro", "test_f1_micro", "test_f1_macro",
-    "num_epochs", "num_workers", "world_size", "device", "history", "sync_count",
+    "num_epochs", "num_gpus", "device", "history", "sync_count",
     "train_nodes_per_epoch", "computation_cost", "batch_wait_s", "gpu_peak_mb", "sync_wait_s",
     "train_peak_rss_mb", "train_rss_sum_mb", "eval_peak_rss_mb", "load_time_s", "eval_time_s",
 }  # fmt: skip
@@ -213,7 +213,7 @@ def test_centralized_run(graph, model):
         spec=spec({"mode": "centralized", **FAST}, {**SAGE, "name": model}),
     )
     check_result(result, 3)
-    assert result.sync_time_s == 0 and result.world_size == 1
+    assert result.sync_time_s == 0 and result.num_gpus == 1
     assert result.history[-1]["train_loss"] < result.history[0]["train_loss"]
 
 
@@ -256,7 +256,7 @@ def test_model_avg_two_workers_matches_one_worker(graph, optimizer_state):
     store, book = graph
     train = {"mode": "model_avg", **FAST, "epochs": 4, "optimizer_state": optimizer_state}
     two = run_training(store_path=store.path, book_path=book, spec=spec(train, SAGE, 2, 2))
-    assert RESULT_KEYS <= set(two.as_dict()) and two.world_size == 2 and two.sync_time_s > 0
+    assert RESULT_KEYS <= set(two.as_dict()) and two.num_gpus == 2 and two.sync_time_s > 0
     assert [e["val_f1_micro"] is not None for e in two.history] == [False, True, False, True]
     one = run_training(store_path=store.path, book_path=book, spec=spec(train, SAGE, 1, 2))
     losses = [[e["train_loss"] for e in run.history] for run in (one, two)]
@@ -428,7 +428,7 @@ def test_grad_avg_two_workers(graph):
     train = {"mode": "grad_avg", **FAST}
     result = run_training(store_path=store.path, book_path=book, spec=spec(train, SAGE, 2, 1))
     check_result(result, 3)
-    assert result.world_size == 2 and result.sync_time_s > 0
+    assert result.num_gpus == 2 and result.sync_time_s > 0
     train_nodes = len(store.split()["train"])
     assert result.train_nodes_per_epoch == train_nodes
     per_part = [len(PartitionBook(book).load(i).split["train"]) for i in range(2)]

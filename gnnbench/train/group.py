@@ -1,6 +1,6 @@
 """One rank's place among the training ranks: its rank, device and the collectives it joins.
 
-`distributed` comes from world_size, not dist.is_initialized(): a torchrun sweep keeps its process
+`distributed` comes from num_gpus, not dist.is_initialized(): a torchrun sweep keeps its process
 group between jobs, and a centralized job then runs on rank 0 alone, outside it.
 """
 
@@ -19,12 +19,12 @@ class RankGroup:
     """This rank and its communication group; on one rank every collective returns its input."""
 
     rank: int
-    world_size: int
+    num_gpus: int
     device: torch.device
 
     @property
     def distributed(self) -> bool:
-        return self.world_size > 1
+        return self.num_gpus > 1
 
     def all_reduce(self, tensor: torch.Tensor, op=None) -> torch.Tensor:
         """All-reduce on this rank's device (NCCL needs CUDA tensors); result back on the CPU."""
@@ -38,7 +38,7 @@ class RankGroup:
         """Every rank's `value`, in rank order."""
         if not self.distributed:
             return [value]
-        everyone: list = [None] * self.world_size
+        everyone: list = [None] * self.num_gpus
         dist.all_gather_object(everyone, value)
         return everyone
 

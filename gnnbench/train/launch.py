@@ -127,13 +127,13 @@ def run_single(job: Job) -> dict:
 
 def run_torchrun(job: Job) -> dict:
     """This process is one rank of a torchrun launch; every rank returns the same summary."""
-    rank, world_size = torchrun_rank(), training_ranks(job.spec.num_gpus)
+    rank, num_gpus = torchrun_rank(), training_ranks(job.spec.num_gpus)
     device = resolve_device(job.spec, int(os.environ.get("LOCAL_RANK", 0)))
     owns_group = not dist.is_initialized()
     if owns_group:
         _init_group(job.spec, device, init_method="env://")
     try:
-        result = Worker(job, rank, world_size, device).run()
+        result = Worker(job, rank, num_gpus, device).run()
         dist.barrier()
         return result
     finally:
@@ -184,14 +184,14 @@ def _log_like_parent(level: int) -> None:
     logger.setLevel(level)
 
 
-def train_rank(job: Job, rank: int, world_size: int, device: torch.device, payload: Any) -> dict:
+def train_rank(job: Job, rank: int, num_gpus: int, device: torch.device, payload: Any) -> dict:
     """gnnbench's own rank: a Worker of the job's training mode (payload unused)."""
-    return Worker(job, rank, world_size, device).run()
+    return Worker(job, rank, num_gpus, device).run()
 
 
 def _spawned_worker(
     rank: int,
-    world_size: int,
+    num_gpus: int,
     job: Job,
     port: int,
     scratch: Path,
@@ -218,17 +218,15 @@ def _spawned_worker(
             _log_like_parent(log_level)
         device = resolve_device(job.spec, rank)
         if device.type == "cpu":  # the ranks share the cores instead of oversubscribing them
-            torch.set_num_threads(
-                compute_threads(_cores() // world_size, job.spec.batch_preparation)
-            )
+            torch.set_num_threads(compute_threads(_cores() // num_gpus, job.spec.batch_preparation))
         _init_group(
             job.spec,
             device,
             init_method=f"tcp://127.0.0.1:{port}",
             rank=rank,
-            world_size=world_size,
+            world_size=num_gpus,  # torch's name for it
         )
-        result = rank_main(job, rank, world_size, device, payload)
+        result = rank_main(job, rank, num_gpus, device, payload)
         dist.barrier()  # no rank tears its connections down while another still uses them
         dist.destroy_process_group()
         if rank == 0:
@@ -293,12 +291,12 @@ def _stop(processes: list) -> None:
 
 def spawn_workers(
     job: Job,
-    num_workers: int,
+    num_gpus: int,
     rank_main: Callable[[Job, int, int, torch.device, Any], dict] = train_rank,
     payload: Any = None,
 ) -> dict:
-    """Run `num_workers` ranks as spawned processes on this machine; rank 0's summary. Each rank
-    runs `rank_main(job, rank, world_size, device, payload)` in the process group (a module-level
+    """Run `num_gpus` ranks as spawned processes on this machine; rank 0's summary. Each rank
+    runs `rank_main(job, rank, num_gpus, device, payload)` in the process group (a module-level
     function: it is pickled; a baseline's rank passes its own, with the data it shares as
     `payload`: torch tensors in it reach the ranks through shared memory, not copies)."""
     context = mp.get_context("spawn")
@@ -310,7 +308,7 @@ def spawn_workers(
                 target=_spawned_worker,
                 args=(
                     rank,
-                    num_workers,
+                    num_gpus,
                     job,
                     port,
                     scratch,
@@ -321,7 +319,7 @@ def spawn_workers(
                 ),  # fmt: skip
                 daemon=False,  # a rank may start sampler processes; _stop ends it on any exit
             )
-            for rank in range(num_workers)
+            for rank in range(num_gpus)
         ]
         try:
             for process in processes:

@@ -61,7 +61,7 @@ class ResidentPartitions:
         self,
         job: Job,
         rank: int,
-        world_size: int,
+        num_gpus: int,
         uses_graph: bool,
         before_release: Callable[[], None],
     ):
@@ -69,7 +69,7 @@ class ResidentPartitions:
         self.before_release = before_release
         self.fanouts = list(job.spec.fanouts) if uses_graph else []
         self.book = PartitionBook(job.book_path) if job.book_path is not None else None
-        self.indices = list(range(rank, self.book.p, world_size)) if self.book else [0]
+        self.indices = list(range(rank, self.book.p, num_gpus)) if self.book else [0]
         self.load_s = 0.0
         self._resident: TrainingPart | None = None
         self._cmgcn: dict[int, list[np.ndarray]] = {}  # costly: computed once per partition

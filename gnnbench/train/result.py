@@ -14,7 +14,7 @@ from typing import Any
 
 @dataclass(frozen=True)
 class TrainResult:
-    """One training run's figures (rank 0's summary plus how many workers trained)."""
+    """One training run's figures: rank 0's summary and the training mode."""
 
     epoch_time_s: float  # the slowest rank's wall clock per epoch (loads, waits, syncs in)
     compute_time_s: float  # the slowest rank's compute per epoch
@@ -35,8 +35,7 @@ class TrainResult:
     test_f1_macro: float
     best_epoch: int
     num_epochs: int
-    num_workers: int
-    world_size: int
+    num_gpus: int  # ranks that trained (torchrun's WORLD_SIZE where it launched them)
     device: str
     mode: str
     history: list[
@@ -56,13 +55,11 @@ class TrainResult:
     cost_model: dict[str, float] = dataclasses.field(default_factory=dict)
 
     @classmethod
-    def from_summary(
-        cls, summary: Mapping[str, Any], *, num_workers: int, mode: str
-    ) -> TrainResult:
+    def from_summary(cls, summary: Mapping[str, Any], *, mode: str) -> TrainResult:
         """From a rank's summary dict (it crosses the process boundary as JSON)."""
         fields = [
             f for f in dataclasses.fields(cls)
-            if f.name not in ("ogb", "cost_model", "num_workers", "mode")
+            if f.name not in ("ogb", "cost_model", "mode")
         ]  # fmt: skip
         ogb = {key: value for key, value in summary.items() if "_ogb_" in key}
         cost_model = {key: v for key, v in summary.items() if key.startswith("cost_model_")}
@@ -72,7 +69,6 @@ class TrainResult:
                 for f in fields
                 if f.name in summary or f.default is dataclasses.MISSING
             },  # fmt: skip
-            num_workers=num_workers,
             mode=mode,
             ogb=ogb,
             cost_model=cost_model,

@@ -49,10 +49,10 @@ def _check_model(spec: TrainSpec, in_dim: int, out_dim: int) -> None:
         )
 
 
-def _check_workers(num_workers: int, p: int | None) -> None:
+def _check_workers(num_gpus: int, p: int | None) -> None:
     from gnnbench.train.modes import check_workers
 
-    check_workers(num_workers, p)
+    check_workers(num_gpus, p)
 
 
 def check_training_config(*, spec: TrainSpec, p: int | None) -> None:
@@ -62,15 +62,15 @@ def check_training_config(*, spec: TrainSpec, p: int | None) -> None:
     TRAINING_MODES.get(spec.mode).check(spec, p)
 
 
-def _distributed(job: Job) -> tuple[dict, int]:
-    """Run the ranks (model or gradient averaging); returns the summary and how many trained."""
+def _distributed(job: Job) -> dict:
+    """Run the ranks (model or gradient averaging); rank 0's summary."""
     p = PartitionBook(job.book_path).p
-    world_size = training_ranks(job.spec.num_gpus)
-    _check_workers(world_size, p)
+    num_gpus = training_ranks(job.spec.num_gpus)
+    _check_workers(num_gpus, p)
     if under_torchrun():
-        return launch.run_torchrun(job), world_size
-    launch.check_cuda_workers(job.spec, world_size)
-    return launch.spawn_workers(job, world_size), world_size
+        return launch.run_torchrun(job)
+    launch.check_cuda_workers(job.spec, num_gpus)
+    return launch.spawn_workers(job, num_gpus)
 
 
 def run_training(*, store_path: Path, book_path: Path | None, spec: TrainSpec) -> TrainResult:
@@ -98,10 +98,7 @@ def run_training(*, store_path: Path, book_path: Path | None, spec: TrainSpec) -
     )
     outside = TRAINING_MODES.get(spec.mode).train_outside(job)  # a baseline's own training
     if outside is not None:
-        return TrainResult.from_summary(outside, num_workers=spec.num_gpus, mode=spec.mode)
+        return TrainResult.from_summary(outside, mode=spec.mode)
     warm_up()  # compile the sampler here (once, cached): workers load it, epoch times exclude it
-    if partitioned:
-        summary, workers = _distributed(job)
-    else:
-        summary, workers = launch.run_single(job), 1
-    return TrainResult.from_summary(summary, num_workers=workers, mode=spec.mode)
+    summary = _distributed(job) if partitioned else launch.run_single(job)
+    return TrainResult.from_summary(summary, mode=spec.mode)

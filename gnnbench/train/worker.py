@@ -38,9 +38,9 @@ from gnnbench.train.sync import broadcast_state
 class Worker:
     """One rank's model, optimizers and partitions; `run()` returns the run's summary."""
 
-    def __init__(self, job: Job, rank: int, world_size: int, device: torch.device):
+    def __init__(self, job: Job, rank: int, num_gpus: int, device: torch.device):
         self.spec = spec = job.spec
-        self.group = RankGroup(rank, world_size, device)
+        self.group = RankGroup(rank, num_gpus, device)
         reset_peak_rss()  # train_peak_rss_mb: this process's own work from here
         torch.manual_seed(spec.seed)  # identical initial model on every rank
         model = build_model(job.num_features, job.num_classes, spec.model.as_config()).to(device)
@@ -54,7 +54,7 @@ class Worker:
             ahead=spec.batch_preparation == "thread",
         )
         self.partitions = ResidentPartitions(
-            job, rank, world_size, model.uses_graph, before_release=self.source.close
+            job, rank, num_gpus, model.uses_graph, before_release=self.source.close
         )
         mode = TRAINING_MODES.get(spec.mode)
         self.round_length = mode.round_length(spec)
@@ -151,6 +151,6 @@ class Worker:
             **self.evaluator.summary(losses),
             **(self.costs.as_metrics() if self.costs else {}),
             "num_epochs": int(self.spec.epochs),
-            "world_size": int(group.world_size),
+            "num_gpus": int(group.num_gpus),
             "device": group.device.type,
         }

@@ -108,9 +108,9 @@ class SAGE(torch.nn.Module):
         return x
 
 
-def share(ids: torch.Tensor, rank: int, world_size: int) -> torch.Tensor:
+def share(ids: torch.Tensor, rank: int, num_gpus: int) -> torch.Tensor:
     """This rank's contiguous share of `ids` (sizes differ by at most one)."""
-    return torch.tensor_split(ids, world_size)[rank]
+    return torch.tensor_split(ids, num_gpus)[rank]
 
 
 # A batch as the epoch loop trains it: (features, edge_index, labels, which output rows count)
@@ -120,7 +120,7 @@ Batch = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | slice]
 def train_ranks(
     job: Job,
     rank: int,
-    world_size: int,
+    num_gpus: int,
     data,
     epoch_batches: Callable[[int], Iterable[Batch]],
     **figures: Any,
@@ -143,9 +143,9 @@ def train_ranks(
         losses.append(loss_sum)
         if epoch % spec.eval_every == 0 or epoch == spec.epochs:
             started = time.perf_counter()
-            evaluations[epoch] = evaluate(model.module, data, job, rank, world_size)
+            evaluations[epoch] = evaluate(model.module, data, job, rank, num_gpus)
             eval_times.append(time.perf_counter() - started)
-    return _gathered(job, rank, world_size, times, losses, evaluations, eval_times, figures)
+    return _gathered(job, rank, num_gpus, times, losses, evaluations, eval_times, figures)
 
 
 def _epoch(model, optimizer, batches: Iterable[Batch]) -> tuple[tuple[float, ...], float]:
@@ -173,14 +173,14 @@ def _epoch(model, optimizer, batches: Iterable[Batch]) -> tuple[tuple[float, ...
     return (time.perf_counter() - started, compute, wait), loss_sum
 
 
-def evaluate(model, data, job: Job, rank: int, world_size: int) -> dict[str, list[float]]:
+def evaluate(model, data, job: Job, rank: int, num_gpus: int) -> dict[str, list[float]]:
     """Micro and macro F1 on validation and test, every neighbour of each rank's share."""
     from torch_geometric.loader import NeighborLoader
 
     model.eval()
     scores = {}
     for name in ("val", "test"):
-        ids = share(data[f"{name}_mask"].nonzero().flatten(), rank, world_size)
+        ids = share(data[f"{name}_mask"].nonzero().flatten(), rank, num_gpus)
         loader = NeighborLoader(data, input_nodes=ids, num_neighbors=[-1] * job.spec.model.layers,
                                 batch_size=job.spec.eval_batch_size, shuffle=False)  # fmt: skip
         counts = torch.zeros(3, job.num_classes, dtype=torch.int64)
@@ -194,7 +194,7 @@ def evaluate(model, data, job: Job, rank: int, world_size: int) -> dict[str, lis
     return scores
 
 
-def _gathered(job, rank, world_size, times, losses, evaluations, eval_times, figures) -> dict:
+def _gathered(job, rank, num_gpus, times, losses, evaluations, eval_times, figures) -> dict:
     """Every rank's figures on rank 0, summarised there."""
     mine = {
         "times": times,
@@ -202,7 +202,7 @@ def _gathered(job, rank, world_size, times, losses, evaluations, eval_times, fig
         "eval_times": eval_times,
         "peak_rss_mb": peak_rss_mb(),
     }
-    gathered: list[Any] = [None] * world_size
+    gathered: list[Any] = [None] * num_gpus
     dist.all_gather_object(gathered, mine)
     if rank != 0:
         return {}
@@ -211,17 +211,17 @@ def _gathered(job, rank, world_size, times, losses, evaluations, eval_times, fig
     return summary(
         {name: [g["times"][name] for g in gathered] for name in EPOCH_FIGURES}, losses_summed,
         evaluations, [g["peak_rss_mb"] for g in gathered], [g["eval_times"] for g in gathered],
-        world_size=world_size, device="cpu", **figures,
+        num_gpus=num_gpus, device="cpu", **figures,
     )  # fmt: skip
 
 
-def ddp_rank(job: Job, rank: int, world_size: int, device: torch.device, data) -> dict:
+def ddp_rank(job: Job, rank: int, num_gpus: int, device: torch.device, data) -> dict:
     """pyg_ddp's rank: a NeighborLoader over its share of the training nodes."""
     from torch_geometric.loader import NeighborLoader
 
     spec = job.spec
     train = data.train_mask.nonzero().flatten()
-    seeds = share(train, rank, world_size)
+    seeds = share(train, rank, num_gpus)
     loader = NeighborLoader(data, input_nodes=seeds, num_neighbors=list(spec.fanouts),
                             batch_size=spec.batch_size, shuffle=True)  # fmt: skip
 
@@ -230,21 +230,19 @@ def ddp_rank(job: Job, rank: int, world_size: int, device: torch.device, data) -
         for batch in loader:
             yield batch.x, batch.edge_index, batch.y[: batch.batch_size], slice(0, batch.batch_size)
 
-    steps = -(-len(share(train, 0, world_size)) // spec.batch_size)  # rank 0 holds the most
-    return train_ranks(job, rank, world_size, data, batches, sync_count=float(steps),
+    steps = -(-len(share(train, 0, num_gpus)) // spec.batch_size)  # rank 0 holds the most
+    return train_ranks(job, rank, num_gpus, data, batches, sync_count=float(steps),
                        train_nodes_per_epoch=float(len(train)))  # fmt: skip
 
 
-def cluster_rank(job: Job, rank: int, world_size: int, device: torch.device, payload) -> dict:
+def cluster_rank(job: Job, rank: int, num_gpus: int, device: torch.device, payload) -> dict:
     """pyg_cluster's rank: a DistributedSampler's share of the METIS clusters, a few a batch."""
     from torch.utils.data.distributed import DistributedSampler
     from torch_geometric.loader import ClusterLoader
 
     data, clusters = payload
     spec = job.spec
-    sampler = DistributedSampler(
-        range(len(clusters)), world_size, rank, shuffle=True, seed=spec.seed
-    )
+    sampler = DistributedSampler(range(len(clusters)), num_gpus, rank, shuffle=True, seed=spec.seed)
     loader = ClusterLoader(clusters, batch_size=spec.clusters_per_batch, sampler=sampler)
 
     def batches(epoch: int) -> Iterable[Batch]:
@@ -253,5 +251,5 @@ def cluster_rank(job: Job, rank: int, world_size: int, device: torch.device, pay
             if batch.train_mask.any():
                 yield batch.x, batch.edge_index, batch.y[batch.train_mask], batch.train_mask
 
-    return train_ranks(job, rank, world_size, data, batches, sync_count=float(len(loader)),
+    return train_ranks(job, rank, num_gpus, data, batches, sync_count=float(len(loader)),
                        train_nodes_per_epoch=float(data.train_mask.sum()))  # fmt: skip
