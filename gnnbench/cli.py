@@ -349,6 +349,11 @@ def _unknown(node: Any, walked: list[str], part: str, selection: Mapping[str, st
     name = f"{prefix}.{part}" if prefix else part
     if not hasattr(node, "keys"):
         raise ConfigError(f"{name}: {prefix} is a value ({node!r}), it has no keys")
+    if name in (optional := schema.optional_keys()):
+        raise ConfigError(
+            f"{name}: an optional key this config leaves out (default {optional[name]!r}); "
+            f"set it with +{name}=<value>"
+        )
     valid = sorted(str(key) for key in node.keys() if str(key) != "hydra")
     close = difflib.get_close_matches(part, valid, n=1, cutoff=0.6)
     hint = f"did you mean {prefix + '.' if prefix else ''}{close[0]}? " if close else ""

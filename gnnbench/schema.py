@@ -184,6 +184,19 @@ def composed_keys(schema: type) -> tuple[str, ...]:
     return tuple(f.name for f in dataclasses.fields(schema) if f.metadata.get("composed", True))
 
 
+def optional_keys() -> dict[str, Any]:
+    """{dotted name: declared default} of every key declared but not composed, over the job's
+    blocks (train's through TrainKeys): what the command line sets with a leading `+`."""
+    blocks = {"": JobKeys, "dataset": DatasetKeys, "partitioner": PartitionerKeys,
+              "train": TrainKeys, "tracking": TrackingKeys}  # fmt: skip
+    return {
+        f"{prefix}.{f.name}".lstrip("."): default(cls, f.name)
+        for prefix, cls in blocks.items()
+        for f in dataclasses.fields(cls)
+        if not f.metadata.get("composed", True) and f.name not in ("model", "train")
+    }
+
+
 def default(schema: type, key: str) -> Any:
     """The declared default of `schema`'s `key` (a tuple as the list a config holds)."""
     return _plain(getattr(schema(), key))
