@@ -54,6 +54,7 @@ KEYS_ADDED_LATER: dict[str, Any] = {
     "train.cluster_method": "bfs",
     "train.cluster_boundary": True,  # cluster batches held their boundary before the key
     "train.batch_preparation": "inline",
+    "train.prefetch_partitions": False,
 }
 
 

@@ -150,6 +150,10 @@ class TrainKeys:
     # where its partition lives (on CUDA too), and the share T/M of it kept for computation
     worker_mem_gb: float | None = optional(4)
     compute_mem_fraction: float | None = optional(0.6667)
+    # more partitions than workers: load a rank's next partition in a thread while the current
+    # one trains (CATGNN's turns without waiting for the load; two partitions held, p=auto counts
+    # both)
+    prefetch_partitions: bool = optional(False)
     # model_avg's alone (its file sets it): each partition's Adam moments at a sync: local (kept),
     # reset (every round starts Adam afresh) or average (averaged like the model)
     optimizer_state: OptimizerState | None = optional(None)

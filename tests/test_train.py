@@ -481,6 +481,9 @@ def test_auto_p_follows_sdt_gnn_rule():
     assert choose_num_parts(9 * gib, 2, 12 * gib, 2 / 3) == 3  # ceil(9 / 4)
     assert choose_num_parts(40 * gib, 4, 12 * gib, 2 / 3) == 10
     assert choose_num_parts(40 * gib, 4, 12 * gib, 0.0) == 4  # no compute reserve: 48 GiB > 40
+    # train.prefetch_partitions: two partitions held at a time, so each is half the share
+    assert choose_num_parts(9 * gib, 2, 12 * gib, 2 / 3, partitions_held=2) == 5  # ceil(18 / 4)
+    assert choose_num_parts(8 * gib, 2, 12 * gib, 2 / 3, partitions_held=2) == 2  # no turns
     with pytest.raises(ConfigError, match="train.compute_mem_fraction"):
         choose_num_parts(1, 1, 1.0, 1.0)
 

@@ -118,6 +118,10 @@ RECORDED = {
         0.47164323800290836, 0.13973424179936023,
     ),
 }  # fmt: skip
+# the next partition loaded in a thread while the current one trains: the same runs, unchanged
+PREFETCH = (("prefetch_partitions", True),)
+for _mode in ("model_avg", "grad_avg"):
+    RECORDED[("cora", _mode, PREFETCH, 2)] = RECORDED[("cora", _mode, (), 2)]
 RAW_FILES = {"cora": CORA, "amazon_cs": "npz/amazon_cs.npz"}
 
 
@@ -214,7 +218,7 @@ def test_training_keeps_its_setup_out_of_collections(monkeypatch):
     from gnnbench.train.worker import Worker
 
     worker = Worker.__new__(Worker)
-    worker.source = SimpleNamespace(close=lambda: None)
+    worker.source = worker.partitions = SimpleNamespace(close=lambda: None)
     monkeypatch.setattr(Worker, "_run", lambda self: gc.get_freeze_count())
     assert gc.get_freeze_count() == 0
     assert worker.run() > 10_000  # this process's imports, frozen while it "trained"
@@ -228,3 +232,40 @@ def test_training_keeps_its_setup_out_of_collections(monkeypatch):
         assert gc.get_freeze_count() >= started + len(setup)  # still frozen after it
     finally:
         gc.unfreeze()
+
+
+def test_prefetch_loads_the_next_partition_and_raises_its_failure_in_turn(tmp_path_factory):
+    """train.prefetch_partitions: each load starts the next (cyclic) one in a thread; a partition
+    asked out of order is loaded then (the prefetched one dropped), every partition is what a
+    plain load gives, a load that fails in the thread fails the `get` of that partition with the
+    loader's one line, and close() leaves no thread behind."""
+    import threading
+
+    from gnnbench.errors import DataError
+    from gnnbench.train.resident import ResidentPartitions
+    from gnnbench.train.spec import Job
+
+    home = tmp_path_factory.mktemp("prefetch")
+    store = synthetic_store(home, "prefetch", 4_000, 8, avg_degree=6)
+    book = book_at(store, home, 4)
+
+    def partitions(prefetch: bool) -> ResidentPartitions:
+        spec = spec_from_conf({**SHORT, "prefetch_partitions": prefetch}, SAGE, num_gpus=1)
+        job = Job(spec, store.path, book.path, 8, store.num_classes, False, None)
+        return ResidentPartitions(job, 0, 1, True, before_release=lambda: None)
+
+    ahead, plain = partitions(True), partitions(False)
+    try:
+        for index in (0, 1, 3, 2):  # 1 was prefetched; 3 and 2 were not
+            part, expected = ahead.get(index), plain.get(index)
+            assert np.array_equal(part.sampler.indices, expected.sampler.indices)
+            assert np.array_equal(part.split["train"], expected.split["train"])
+            assert ahead._next[0] == (index + 1) % 4  # the next one is loading
+        (book.path / "part-0" / "indptr.npy").write_bytes(b"not an array")
+        ahead.get(3)  # prefetched; starts partition 0's load, which fails in the thread
+        with pytest.raises(DataError, match=r"part-0: unreadable partition file"):
+            ahead.get(0)
+    finally:
+        ahead.close()
+        plain.close()
+    assert not [t for t in threading.enumerate() if t.name.startswith("partition-prefetch")]

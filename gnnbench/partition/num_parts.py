@@ -3,8 +3,9 @@
 S is what the workers must hold in all (the edge list plus the feature matrix, in bytes); each
 worker has M bytes of host memory (`train.worker_mem_gb`) and keeps T = compute_mem_fraction * M
 for computation, so M - T holds graph data. If the whole graph fits the workers' data share,
-p = num_gpus (one partition each); otherwise p = ceil(S / (M - T)), and the workers train those
-partitions in turn.
+p = num_gpus (one partition each); otherwise p = ceil(h * S / (M - T)), and the workers train those
+partitions in turn, holding h of them at a time: 1, or 2 with train.prefetch_partitions (the next
+one loads while the current one trains).
 
 M is host memory on CUDA too: a worker's resident partition stays in host memory (its sampler
 reads it there) and only each batch's rows, the model and its optimizer state go to the GPU. So
@@ -33,6 +34,7 @@ class MemoryBudget:
     device: str
     worker_mem_gb: float
     compute_mem_fraction: float
+    partitions_held: int = 1  # 2 with train.prefetch_partitions
 
     @classmethod
     def from_config(cls, train: Mapping[str, Any]) -> MemoryBudget:
@@ -49,7 +51,13 @@ class MemoryBudget:
                 f"train.compute_mem_fraction: expected a number in [0, 1), got {fraction!r}"
             )
         device = str(configured(TrainKeys, train, "device"))  # train=none has no device key
-        return cls(device=device, worker_mem_gb=float(memory), compute_mem_fraction=float(fraction))
+        held = 2 if configured(TrainKeys, train, "prefetch_partitions") is True else 1
+        return cls(
+            device=device,
+            worker_mem_gb=float(memory),
+            compute_mem_fraction=float(fraction),
+            partitions_held=held,
+        )
 
 
 def _is_number(value: Any) -> bool:
@@ -57,9 +65,14 @@ def _is_number(value: Any) -> bool:
 
 
 def choose_num_parts(
-    data_bytes: int, num_gpus: int, memory_per_worker: float, compute_fraction: float
+    data_bytes: int,
+    num_gpus: int,
+    memory_per_worker: float,
+    compute_fraction: float,
+    partitions_held: int = 1,
 ) -> int:
-    """SDT-GNN: num_gpus if S <= num_gpus * (M - T), else ceil(S / (M - T))."""
+    """SDT-GNN: num_gpus if S <= num_gpus * (M - T), else ceil(h * S / (M - T)) for a worker
+    that holds h partitions at a time (one resident for the run needs no second)."""
     if not 0 <= compute_fraction < 1:
         raise ConfigError(
             f"train.compute_mem_fraction: expected a number in [0, 1), got {compute_fraction!r}"
@@ -69,7 +82,7 @@ def choose_num_parts(
     data_share = memory_per_worker * (1 - compute_fraction)  # M - T
     if data_bytes <= num_gpus * data_share:
         return num_gpus
-    return math.ceil(data_bytes / data_share)
+    return math.ceil(partitions_held * data_bytes / data_share)
 
 
 def memory_per_worker(budget: MemoryBudget) -> tuple[float, str]:
@@ -99,11 +112,12 @@ def auto_num_parts(data_bytes: int, num_gpus: int, budget: MemoryBudget) -> dict
     fraction = budget.compute_mem_fraction
     gpu = gpu_memory(budget)
     return {
-        "p": choose_num_parts(data_bytes, num_gpus, memory, fraction),
+        "p": choose_num_parts(data_bytes, num_gpus, memory, fraction, budget.partitions_held),
         "auto_p_data_mb": data_bytes / 2**20,
         "auto_p_worker_mem_mb": memory / 2**20,
         "auto_p_memory_source": source,
         "auto_p_compute_fraction": fraction,
+        "auto_p_partitions_held": budget.partitions_held,
         **({} if gpu is None else {"auto_p_gpu_mem_mb": gpu / 2**20}),
     }
 

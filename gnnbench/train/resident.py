@@ -5,6 +5,13 @@ the rank's Adam states live in its ModelState (gnnbench/train/context.py, a mode
 and the cluster strategy's clusters are recomputed from their seed at each load.
 
 With one partition per rank (p = num_gpus) the partition stays loaded for the whole run.
+
+With train.prefetch_partitions, each load starts the next one in a thread (the next of the rank's
+partitions, cyclically: the order model averaging trains them, evaluation visits them, and gradient
+averaging's batches take them, after at most one miss per pass), so a turn waits only for what of
+the load its predecessor's training did not cover; two partitions are held at a time, which p=auto
+counts (gnnbench/partition/num_parts.py). Reading a partition's files and widening its arrays run
+outside the GIL, beside the trainer's compute. `load_s` counts only the waiting.
 """
 
 from __future__ import annotations
@@ -12,6 +19,7 @@ from __future__ import annotations
 import gc
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -72,6 +80,10 @@ class ResidentPartitions:
         self.indices = list(range(rank, self.book.p, num_gpus)) if self.book else [0]
         self.load_s = 0.0
         self._resident: TrainingPart | None = None
+        # the next partition loading in a thread: (its index, the load); only with turns
+        self._next: tuple[int, Future[TrainingPart]] | None = None
+        prefetch = job.spec.prefetch_partitions and len(self.indices) > 1
+        self._loader = ThreadPoolExecutor(1, "partition-prefetch") if prefetch else None
         self._cmgcn: dict[int, list[np.ndarray]] = {}  # costly: computed once per partition
         if self.book is None:  # the whole graph: loaded once, resident for the run
             self.num_train = {0: self.get(0).num_train}
@@ -85,13 +97,41 @@ class ResidentPartitions:
         self.release()
         started = time.perf_counter()
         try:
-            self._resident = self._load(index)
+            self._resident = self._prefetched(index) or self._load(index)
         except BaseException as exc:
             if is_out_of_memory(exc, capped=current_memory_limit() is not None):
                 raise self._out_of_memory(index) from exc
             raise
         self.load_s += time.perf_counter() - started
+        self._prefetch_after(index)
         return self._resident
+
+    def _prefetched(self, index: int) -> TrainingPart | None:
+        """The thread's load of `index` (waiting for its end), or None when it loaded another
+        partition, which is dropped once done (so that at most two are ever held)."""
+        if self._next is None:
+            return None
+        loading, self._next = self._next, None
+        if loading[0] == index:
+            return loading[1].result()  # its failure (out of memory, a bad file) is raised here
+        loading[1].exception()  # waited for, its result or failure dropped: not needed now
+        return None
+
+    def _prefetch_after(self, index: int) -> None:
+        """Start loading the partition after `index` in the rank's cyclic order."""
+        if self._loader is None:
+            return
+        position = self.indices.index(index)
+        following = self.indices[(position + 1) % len(self.indices)]
+        self._next = (following, self._loader.submit(self._load, following))
+
+    def close(self) -> None:
+        """Wait for a load in flight and stop the loader thread (the worker's end, any exit)."""
+        if self._next is not None:
+            self._next[1].exception()
+            self._next = None
+        if self._loader is not None:
+            self._loader.shutdown(wait=True)
 
     def _cmgcn_batches(self, index: int, graph, train: np.ndarray) -> list[np.ndarray]:
         """CM-GCN's batches of the partition (unit cost per node and layer), timed and logged:
@@ -129,11 +169,13 @@ class ResidentPartitions:
 
     def in_turn(self, resident_first: bool = False) -> Iterator[TrainingPart]:
         """Every partition of this rank, each loaded in its turn; `resident_first` starts with
-        the one in memory (evaluation, where the order does not matter, saves a load)."""
+        the one in memory and goes on cyclically from it (evaluation and gradient averaging's
+        batch plans, where the order does not matter: it saves a load, and a prefetch follows
+        the same cycle)."""
         order = list(self.indices)
         if resident_first and self._resident is not None:
-            order.remove(self._resident.index)
-            order.insert(0, self._resident.index)
+            start = order.index(self._resident.index)
+            order = order[start:] + order[:start]
         for index in order:
             yield self.get(index)
 

@@ -95,6 +95,7 @@ class Worker:
             try:
                 return self._run()
             finally:
+                self.partitions.close()  # a load in flight ends before the rank does
                 self.source.close()
 
     def _run(self) -> dict:
