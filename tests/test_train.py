@@ -541,3 +541,49 @@ def test_torchrun_sweep_job_needing_another_backend_is_one_line(monkeypatch):
 def test_optimizer_state_is_model_avg_only():
     with pytest.raises(ConfigError, match="train.optimizer_state: only train=model_avg has one"):
         spec({"mode": "centralized", "optimizer_state": "average"})
+
+
+@pytest.mark.parametrize(
+    ("train", "loads_to_plan"),
+    [
+        ({"mode": "grad_avg", "batch_size": 7}, False),
+        ({"mode": "grad_avg", "batches_per_epoch": 3}, False),
+        ({"mode": "grad_avg", "batching": "cohesive", "batch_size": 7}, False),
+        ({"mode": "grad_avg", "strategy": "full"}, False),
+        ({"mode": "grad_avg", "strategy": "cluster"}, True),
+    ],
+)
+def test_grad_avg_plans_without_loading_where_the_count_needs_no_graph(train, loads_to_plan):
+    """grad_avg's ranks agree on the step count before training: mini-batches and the full batch
+    are counted from each partition's training-node count (no load), and the count is what the
+    plans hold; clusters are planned on the loaded partition."""
+    from types import SimpleNamespace
+
+    from gnnbench.train.batching import minibatch_plans
+    from gnnbench.train.context import TrainingContext
+    from gnnbench.train.modes.grad_avg import GradientAverage
+
+    num_train = {0: 20, 2: 0, 4: 21}
+    visited = []
+
+    def in_turn(resident_first=False):
+        visited.append(resident_first)
+        return iter(())
+
+    partitions = SimpleNamespace(indices=list(num_train), num_train=num_train, in_turn=in_turn)
+    spec = spec_from_conf(train)
+    context = TrainingContext(spec, None, partitions, None, False, 41.0, None)
+    specs, counts = GradientAverage(context).planned(epoch=1)
+    assert bool(visited) == loads_to_plan
+    if loads_to_plan:
+        return
+    assert specs == {}
+    for index, n in num_train.items():
+        if spec.strategy == "full":
+            assert counts[index] == (1 if n else 0)
+            continue
+        size = 7 if "batch_size" in train else -(-n // 3) or 1
+        chain = np.arange(n + 1)
+        plans = minibatch_plans(chain, np.arange(n), np.arange(n), size,
+                                spec.batching == "cohesive", np.random.default_rng(0))  # fmt: skip
+        assert counts[index] == len(plans)

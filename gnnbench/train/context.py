@@ -53,6 +53,19 @@ class TrainingContext:
         """C(B) of the batch under the cost model (0 without one)."""
         return self.costs.batch_seconds(batch.blocks) if self.costs else 0.0
 
+    def batch_count(self, index: int) -> int | None:
+        """How many batches partition `index` makes in an epoch where its training-node count
+        alone says (shuffled or BFS-cut mini-batches, the full batch), so that it need not be
+        loaded to know; None where its graph decides (clusters, cmgcn's batches)."""
+        spec, num_train = self.spec, self.partitions.num_train[index]
+        if spec.strategy == "full":
+            return 1 if num_train else 0
+        if spec.strategy == "minibatch" and spec.batching in ("random", "cohesive"):
+            return -(
+                -num_train // minibatch_size(num_train, spec.batch_size, spec.batches_per_epoch)
+            )
+        return None
+
     def batch_specs(self, part: TrainingPart, epoch: int) -> list[tuple[int, BatchPlan, int]]:
         """The partition's batches for this epoch, as the batch source takes them."""
         return [(part.index, plan, epoch) for plan in self._plans(part, epoch)]

@@ -4,13 +4,16 @@ with a zero gradient and zero weight (what torch's Join does for DDP), so no ran
 training node is dropped.
 
 A rank with several partitions trains them one after the other within an epoch, one resident at a
-time: it loads each once to plan its batches (the step count must be agreed first) and again when
-its batches come up, except the one still resident. With one partition per rank (p = num_gpus,
-grad_avg's usual setting) the partition stays loaded for the whole run."""
+time. The ranks must agree on the step count first: where a partition's batch count follows from
+its training-node count (mini-batches, the full batch) each is loaded once, when its batches come
+up; where its graph decides (clusters, cmgcn's batches) each is loaded once more before, to plan
+them. With one partition per rank (p = num_gpus, grad_avg's usual setting) the partition stays
+loaded for the whole run."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 
 import torch
 import torch.distributed as dist
@@ -39,16 +42,10 @@ class GradientAverage(TrainingMode):
         epoch = start + 1
         ctx.state.model.train()
         torch.manual_seed(batch_seed(ctx.spec.seed, epoch, ctx.group.rank))
-        partitions = ctx.partitions
-        specs = {part.index: ctx.batch_specs(part, epoch)
-                 for part in partitions.in_turn(resident_first=True)}  # fmt: skip
-        count = sum(len(batches) for batches in specs.values())
+        specs, counts = self.planned(epoch)
+        count = sum(counts.values())
         steps = int(ctx.group.all_reduce(torch.tensor([count]), dist.ReduceOp.MAX)[0])
-        stream = (
-            batch
-            for index in partitions.indices  # the partitions' batches in turn, as before
-            for batch in ctx.source.batches(partitions.get(index), specs[index])
-        )
+        stream = self.batches(epoch, specs, counts)
         waited = ctx.source.wait_s
         for step in progress(range(steps), steps, f"epoch {epoch}: steps",
                              enabled=ctx.group.rank == 0, line_every_s=INNER_LINE_EVERY_S):  # fmt: skip
@@ -56,6 +53,32 @@ class GradientAverage(TrainingMode):
             self.step(batch, epoch, record)
         record.sync_count[start] = steps
         record.batch_wait_s[start] = ctx.source.wait_s - waited
+
+    def planned(self, epoch: int) -> tuple[dict[int, list], dict[int, int]]:
+        """Each partition's batch count for the epoch, and the plans of those that had to be
+        loaded to count them (module doc)."""
+        ctx = self.context
+        counts = {index: ctx.batch_count(index) for index in ctx.partitions.indices}
+        if None not in counts.values():
+            return {}, counts
+        specs = {part.index: ctx.batch_specs(part, epoch)
+                 for part in ctx.partitions.in_turn(resident_first=True)}  # fmt: skip
+        return specs, {index: len(plans) for index, plans in specs.items()}
+
+    def batches(
+        self, epoch: int, specs: dict[int, list], counts: dict[int, int]
+    ) -> Iterator[PreparedBatch]:
+        """The partitions' batches in turn, each partition planned when it comes up unless it
+        was planned already; the counts agreed on are what the plans hold."""
+        ctx = self.context
+        for index in ctx.partitions.indices:
+            part = ctx.partitions.get(index)
+            plans = specs[index] if index in specs else ctx.batch_specs(part, epoch)
+            if len(plans) != counts[index]:  # batch_count disagrees with the plans: a bug
+                raise RuntimeError(
+                    f"partition {index}: {len(plans)} batches planned, {counts[index]} counted"
+                )
+            yield from ctx.source.batches(part, plans)
 
     def step(self, batch: PreparedBatch | None, epoch: int, record: EpochRecord) -> None:
         """One synchronised step: local gradient, all-reduce of [gradients, seeds], update; its
