@@ -269,3 +269,23 @@ def test_prefetch_loads_the_next_partition_and_raises_its_failure_in_turn(tmp_pa
         ahead.close()
         plain.close()
     assert not [t for t in threading.enumerate() if t.name.startswith("partition-prefetch")]
+
+
+def test_a_pass_in_turn_prefetches_its_order_then_the_first_partition(tmp_path_factory):
+    """Evaluation's pass (resident first, then cyclically) prefetches each next one of its order
+    and, at its end, the rank's first partition, where the next training pass begins."""
+    from gnnbench.train.resident import ResidentPartitions
+    from gnnbench.train.spec import Job
+
+    home = tmp_path_factory.mktemp("prefetch-order")
+    store = synthetic_store(home, "prefetch-order", 2_000, 4, avg_degree=4)
+    book = book_at(store, home, 4)
+    spec = spec_from_conf({**SHORT, "prefetch_partitions": True}, SAGE, num_gpus=1)
+    job = Job(spec, store.path, book.path, 4, store.num_classes, False, None)
+    partitions = ResidentPartitions(job, 0, 1, True, before_release=lambda: None)
+    try:
+        partitions.get(2)  # as after training partition 2: partition 3 loads next
+        loading = [(part.index, partitions._next[0]) for part in partitions.in_turn(True)]
+        assert loading == [(2, 3), (3, 0), (0, 1), (1, 0)]
+    finally:
+        partitions.close()

@@ -6,10 +6,11 @@ and the cluster strategy's clusters are recomputed from their seed at each load.
 
 With one partition per rank (p = num_gpus) the partition stays loaded for the whole run.
 
-With train.prefetch_partitions, each load starts the next one in a thread (the next of the rank's
-partitions, cyclically: the order model averaging trains them, evaluation visits them, and gradient
-averaging's batches take them, after at most one miss per pass), so a turn waits only for what of
-the load its predecessor's training did not cover; two partitions are held at a time, which p=auto
+With train.prefetch_partitions, each load starts the next one in a thread, so a turn waits only
+for what of the load its predecessor's training did not cover. The next one is the following
+partition of the rank's, cyclically (the order model averaging trains them and gradient averaging's
+batches take them), and within `in_turn` the following one of its order, then the first partition,
+where the next training pass begins; two partitions are held at a time, which p=auto
 counts (gnnbench/partition/num_parts.py). Reading a partition's files and widening its arrays run
 outside the GIL, beside the trainer's compute. `load_s` counts only the waiting.
 """
@@ -90,9 +91,13 @@ class ResidentPartitions:
         else:  # the GNN-ready step's count, so nothing is loaded before its turn
             self.num_train = {i: int(self.book.part_meta(i)["num_train"]) for i in self.indices}
 
-    def get(self, index: int) -> TrainingPart:
-        """Partition `index`, loaded now unless it is the resident one (which it replaces)."""
+    def get(self, index: int, then: int | None = None) -> TrainingPart:
+        """Partition `index`, loaded now unless it is the resident one (which it replaces); with
+        prefetching, it starts loading `then` (default: the next of the rank's, cyclically)."""
+        following = self._successor(index) if then is None else then
         if self._resident is not None and self._resident.index == index:
+            if self._next is None:  # nothing loading yet
+                self._prefetch(following)
             return self._resident
         self.release()
         started = time.perf_counter()
@@ -103,7 +108,7 @@ class ResidentPartitions:
                 raise self._out_of_memory(index) from exc
             raise
         self.load_s += time.perf_counter() - started
-        self._prefetch_after(index)
+        self._prefetch(following)
         return self._resident
 
     def _prefetched(self, index: int) -> TrainingPart | None:
@@ -117,13 +122,13 @@ class ResidentPartitions:
         loading[1].exception()  # waited for, its result or failure dropped: not needed now
         return None
 
-    def _prefetch_after(self, index: int) -> None:
-        """Start loading the partition after `index` in the rank's cyclic order."""
-        if self._loader is None:
-            return
-        position = self.indices.index(index)
-        following = self.indices[(position + 1) % len(self.indices)]
-        self._next = (following, self._loader.submit(self._load, following))
+    def _successor(self, index: int) -> int:
+        return self.indices[(self.indices.index(index) + 1) % len(self.indices)]
+
+    def _prefetch(self, index: int) -> None:
+        """Start loading `index` in the thread (not the resident one: it is loaded)."""
+        if self._loader is not None and index != self._resident.index:
+            self._next = (index, self._loader.submit(self._load, index))
 
     def close(self) -> None:
         """Wait for a load in flight and stop the loader thread (the worker's end, any exit)."""
@@ -176,8 +181,9 @@ class ResidentPartitions:
         if resident_first and self._resident is not None:
             start = order.index(self._resident.index)
             order = order[start:] + order[:start]
-        for index in order:
-            yield self.get(index)
+        following = [*order[1:], self.indices[0]]  # then the first, where training begins
+        for index, then in zip(order, following, strict=True):
+            yield self.get(index, then)
 
     @property
     def total_train(self) -> int:
