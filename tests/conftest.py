@@ -48,6 +48,17 @@ def pytest_runtest_setup(item) -> None:
             pytest.skip(message)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def pyg_generated_code_removed():
+    """Layers the tests build themselves (PyG's, or gnnbench's subclasses of them outside
+    build_model) write a generated module per class into the temporary folder: here into a
+    private one, removed when the session ends, as build_model does for a run."""
+    from gnnbench.train.models import generated_code_removed
+
+    with generated_code_removed():
+        yield
+
+
 # The cache root this session was started with, where `python -m gnnbench setup` put DGL's env
 # (each test then gets a private GNNBENCH_HOME of its own).
 SETUP_HOME = home_of_environment()

@@ -24,9 +24,18 @@ def command(*args: str, torchrun: Sequence[str] | None = None) -> list[str]:
     return [str(launcher), *torchrun, "-m", "gnnbench", *args]
 
 
-def environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The test process's environment (read now, after any monkeypatch) plus `extra`."""
-    return {**os.environ, **(extra or {})}
+def environment(
+    extra: Mapping[str, str] | None = None, cwd: Path | None = None, torchrun=None
+) -> dict[str, str]:
+    """The test process's environment (read now, after any monkeypatch) plus `extra`; under
+    torchrun with TMPDIR beside `cwd` (in pytest's folder for the test), where its agent writes
+    the log folder it never removes (torchelastic_*), not in /tmp."""
+    scratch = {}
+    if torchrun is not None and cwd is not None:
+        folder = Path(cwd).with_name(f"{Path(cwd).name}-torchrun-tmp")
+        folder.mkdir(exist_ok=True)
+        scratch = {"TMPDIR": str(folder)}
+    return {**os.environ, **scratch, **(extra or {})}
 
 
 def gnnbench(
@@ -43,7 +52,7 @@ def gnnbench(
         capture_output=True,
         text=True,
         timeout=timeout,
-        env=environment(env),
+        env=environment(env, cwd, torchrun),
     )
 
 
@@ -57,5 +66,5 @@ def start(
     """Start the command line in `cwd` and return at once; `popen` are Popen's own keywords
     (stdout, stderr, text, start_new_session, ...)."""
     return subprocess.Popen(
-        command(*args, torchrun=torchrun), cwd=cwd, env=environment(env), **popen
+        command(*args, torchrun=torchrun), cwd=cwd, env=environment(env, cwd, torchrun), **popen
     )
