@@ -721,3 +721,19 @@ def test_merged_export_adds_a_sitting_s_runs_to_the_committed_ones(tmp_path):
     assert costs == {"random": 100.0, "cohesive": 70.0, "cmgcn": 40.0}
     assert len(claims.read_runs(folder)["claim_8"]) == 3
     assert len(claims.export_runs(second, folder, eight)["claim_8"]) == 2
+
+
+def test_exported_runs_carry_their_wall_clock_and_the_section_says_what_they_took(tmp_path):
+    """Each exported run holds metrics.run_wall_s (MLflow's start to end); a claim's job line
+    adds the runs' total, counting only the runs that have one (older exports lack it)."""
+    from gnnbench.experiments.claims.runs import claim_frame, job_count_line
+
+    folder, eight = tmp_path / "runs", claims.selected("8")
+    store = _claim_8_store(tmp_path / "store.db", {"random": 100.0, "cohesive": 80.0})
+    runs = claims.export_runs(store, folder, eight)["claim_8"]
+    assert runs["metrics.run_wall_s"].notna().all() and (runs["metrics.run_wall_s"] >= 0).all()
+    frame = claim_frame(runs)
+    frame.loc[0, "run_wall_s"], frame.loc[1, "run_wall_s"] = 1800.0, None
+    line = job_count_line(frame, eight[0].configs)
+    assert line.endswith(" 1 of the 2 runs exported with their duration took 30 min here.")
+    assert "took" not in job_count_line(frame.drop(columns="run_wall_s"), eight[0].configs)

@@ -26,6 +26,9 @@ from gnnbench.track.tags import JOB, role_filter
 
 RUNS = REPO_ROOT / "docs" / "claims" / "runs"  # what the doc is made from (committed CSVs)
 PARAM, METRIC = "params.", "metrics."
+# a column the export adds: each run's wall clock from MLflow's start and end times, so a claim's
+# section says how long its runs took on the machine (runs exported before it lack it)
+RUN_WALL = "run_wall_s"
 NUMERIC_PARAMS = (
     "p", "seed", "sync_interval", "partitioner.hops", "partitioner.chunk_fraction",
     "train.batches_per_epoch", "train.sampler_workers", "train.epochs", "train.lr",
@@ -56,10 +59,17 @@ def store_runs(tracking_uri: str, experiment: str) -> pd.DataFrame:
             {
                 **{f"{PARAM}{key}": value for key, value in run.data.params.items()},
                 **{f"{METRIC}{key}": value for key, value in run.data.metrics.items()},
+                f"{METRIC}{RUN_WALL}": _wall_seconds(run),
             }
             for run in runs
         ]
     )
+
+
+def _wall_seconds(run) -> float | None:
+    """The run's wall clock on the machine that ran it, start to end (MLflow's run times)."""
+    start, end = run.info.start_time, run.info.end_time
+    return (end - start) / 1000 if start and end else None
 
 
 def claim_frame(runs: pd.DataFrame) -> pd.DataFrame:
@@ -201,4 +211,15 @@ def job_count_line(frame: pd.DataFrame, configs: Sequence[str]) -> str:
     columns, jobs = planned_jobs(configs)
     done = set(job_identities(frame, columns) or [])
     names = ", ".join(f"`{name}`" for name in configs)
-    return f"FINISHED: {len(done & jobs)} of the {len(jobs)} jobs {names} plan."
+    return f"FINISHED: {len(done & jobs)} of the {len(jobs)} jobs {names} plan.{_took(frame)}"
+
+
+def _took(frame: pd.DataFrame) -> str:
+    """The wall time of the runs whose duration was exported (runs exported before it was are
+    left out, and counted)."""
+    if RUN_WALL not in frame or frame[RUN_WALL].isna().all():
+        return ""
+    known = pd.to_numeric(frame[RUN_WALL], errors="coerce").dropna()
+    minutes = known.sum() / 60
+    took = f"{minutes / 60:.1f} h" if minutes >= 90 else f"{minutes:.0f} min"
+    return f" {len(known)} of the {len(frame)} runs exported with their duration took {took} here."
