@@ -29,7 +29,7 @@ from gnnbench.train.sync import all_reduce_average, weighted_state_sum
 
 RESULT_KEYS = {
     "epoch_time_s", "compute_time_s", "sync_time_s", "val_f1_micro", "test_f1_micro", "test_f1_macro",
-    "num_epochs", "num_gpus", "device", "history", "sync_count",
+    "num_epochs", "training_ranks", "device", "history", "sync_count",
     "train_nodes_per_epoch", "computation_cost", "batch_wait_s", "gpu_peak_mb", "sync_wait_s",
     "train_peak_rss_mb", "train_rss_sum_mb", "eval_peak_rss_mb", "load_time_s", "eval_time_s",
 }  # fmt: skip
@@ -213,7 +213,7 @@ def test_centralized_run(graph, model):
         spec=spec({"mode": "centralized", **FAST}, {**SAGE, "name": model}),
     )
     check_result(result, 3)
-    assert result.sync_time_s == 0 and result.num_gpus == 1
+    assert result.sync_time_s == 0 and result.training_ranks == 1
     assert result.history[-1]["train_loss"] < result.history[0]["train_loss"]
 
 
@@ -256,7 +256,7 @@ def test_model_avg_two_workers_matches_one_worker(graph, optimizer_state):
     store, book = graph
     train = {"mode": "model_avg", **FAST, "epochs": 4, "optimizer_state": optimizer_state}
     two = run_training(store_path=store.path, book_path=book, spec=spec(train, SAGE, 2, 2))
-    assert RESULT_KEYS <= set(two.as_dict()) and two.num_gpus == 2 and two.sync_time_s > 0
+    assert RESULT_KEYS <= set(two.as_dict()) and two.training_ranks == 2 and two.sync_time_s > 0
     assert [e["val_f1_micro"] is not None for e in two.history] == [False, True, False, True]
     one = run_training(store_path=store.path, book_path=book, spec=spec(train, SAGE, 1, 2))
     losses = [[e["train_loss"] for e in run.history] for run in (one, two)]
@@ -428,7 +428,7 @@ def test_grad_avg_two_workers(graph):
     train = {"mode": "grad_avg", **FAST}
     result = run_training(store_path=store.path, book_path=book, spec=spec(train, SAGE, 2, 1))
     check_result(result, 3)
-    assert result.num_gpus == 2 and result.sync_time_s > 0
+    assert result.training_ranks == 2 and result.sync_time_s > 0
     train_nodes = len(store.split()["train"])
     assert result.train_nodes_per_epoch == train_nodes
     per_part = [len(PartitionBook(book).load(i).split["train"]) for i in range(2)]
@@ -587,3 +587,16 @@ def test_grad_avg_plans_without_loading_where_the_count_needs_no_graph(train, lo
         plans = minibatch_plans(chain, np.arange(n), np.arange(n), size,
                                 spec.batching == "cohesive", np.random.default_rng(0))  # fmt: skip
         assert counts[index] == len(plans)
+
+
+def test_no_logged_training_metric_shares_a_parameter_s_name():
+    """Runs are read as one row of params and metrics where a metric wins over a param of the
+    same name (the claims' frames): a metric named like a top-level key (num_gpus, p, seed)
+    would shadow the job's value, with NaN in rows logged before the metric existed."""
+    import dataclasses
+
+    from gnnbench import schema
+    from gnnbench.train.result import TrainResult
+
+    metrics = {field.name for field in dataclasses.fields(TrainResult)}
+    assert not metrics & set(schema.keys(schema.JobKeys))

@@ -35,7 +35,10 @@ class TrainResult:
     test_f1_macro: float
     best_epoch: int
     num_epochs: int
-    num_gpus: int  # ranks that trained (torchrun's WORLD_SIZE where it launched them)
+    # the ranks that trained: num_gpus, or torchrun's WORLD_SIZE where it launched them (named
+    # apart from the num_gpus parameter, which a metric of the same name would shadow where
+    # runs are read as one row of params and metrics)
+    training_ranks: int
     device: str
     mode: str
     history: list[

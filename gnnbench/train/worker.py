@@ -152,6 +152,6 @@ class Worker:
             **self.evaluator.summary(losses),
             **(self.costs.as_metrics() if self.costs else {}),
             "num_epochs": int(self.spec.epochs),
-            "num_gpus": int(group.num_gpus),
+            "training_ranks": int(group.num_gpus),
             "device": group.device.type,
         }

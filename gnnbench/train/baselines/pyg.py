@@ -211,7 +211,7 @@ def _gathered(job, rank, num_gpus, times, losses, evaluations, eval_times, figur
     return summary(
         {name: [g["times"][name] for g in gathered] for name in EPOCH_FIGURES}, losses_summed,
         evaluations, [g["peak_rss_mb"] for g in gathered], [g["eval_times"] for g in gathered],
-        num_gpus=num_gpus, device="cpu", **figures,
+        training_ranks=num_gpus, device="cpu", **figures,
     )  # fmt: skip
 
 

@@ -226,5 +226,5 @@ def _summary(job: Job, p: int, scratch: Path, prepare_s: float) -> dict:
         [t["eval_time_s"] for t in trainers],
         sync_count=float(max(-(-t["train_nodes"] // job.spec.batch_size) for t in trainers)),
         train_nodes_per_epoch=float(total_train), prepare_time_s=prepare_s,
-        num_gpus=job.spec.num_gpus, device="cpu",
+        training_ranks=job.spec.num_gpus, device="cpu",
     )  # fmt: skip
