@@ -48,13 +48,17 @@ def pytest_runtest_setup(item) -> None:
             pytest.skip(message)
 
 
-@pytest.fixture(scope="session", autouse=True)
-def pyg_generated_code_removed():
-    """Layers the tests build themselves (PyG's, or gnnbench's subclasses of them outside
-    build_model) write a generated module per class into the temporary folder: here into a
-    private one, removed when the session ends, as build_model does for a run."""
+@pytest.fixture
+def pyg_generated_code_removed(tmp_path_factory):
+    """For a test that builds PyG layers itself (PyG's, or gnnbench's subclasses of them outside
+    build_model): the module PyG generates per layer class goes into a private temporary folder,
+    removed when the test ends, as build_model does for a run. pytest's base folder is made
+    first, or it would be made inside that folder and vanish with it; and only around such a
+    test, not the session: whatever else first makes a folder in the moved temporary folder
+    (multiprocessing's, pytest's) loses it when the folder goes (the sampler tests failed so)."""
     from gnnbench.train.models import generated_code_removed
 
+    tmp_path_factory.getbasetemp()
     with generated_code_removed():
         yield
 

@@ -17,6 +17,8 @@ from gnnbench.train.models.gcn import BlockGCNConv
 from gnnbench.train.models.sage import BlockSAGEConv
 from gnnbench.train.sampler import Block, NeighbourSampler
 
+pytestmark = pytest.mark.usefixtures("pyg_generated_code_removed")
+
 TOLERANCE = {"rtol": 1e-5, "atol": 1e-5}
 
 

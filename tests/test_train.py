@@ -167,6 +167,7 @@ def test_models_are_registered():
     assert {"sage", "mlp", "gcn", "gat"} <= set(MODELS.names())
 
 
+@pytest.mark.usefixtures("pyg_generated_code_removed")
 def test_block_gcn_matches_pyg_gcn_on_a_whole_graph():
     """On a symmetric graph taken whole (targets = sources) the block GCN is PyG's GCNConv."""
     from torch_geometric.nn import GCNConv
@@ -570,7 +571,9 @@ def test_grad_avg_plans_without_loading_where_the_count_needs_no_graph(train, lo
         visited.append(resident_first)
         return iter(())
 
-    partitions = SimpleNamespace(indices=list(num_train), num_train=num_train, in_turn=in_turn)
+    partitions = SimpleNamespace(
+        indices=list(num_train), num_train=num_train, in_turn=in_turn, resident=None
+    )
     spec = spec_from_conf(train)
     context = TrainingContext(spec, None, partitions, None, False, 41.0, None)
     specs, counts = GradientAverage(context).planned(epoch=1)
