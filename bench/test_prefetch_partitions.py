@@ -4,9 +4,10 @@ the previous turn's training did not cover (issue 46, item 3).
 A structure-heavy generated graph (200 k nodes, mean degree 400: 35.9 M edges, 8 features; 45-59 MB
 partitions), LDG at p = 8, 2 gloo workers, model_avg 3 epochs with one evaluation: four turns per
 worker and epoch, each loading a partition. The same job runs without and with prefetching, back to back; the
-prefetched run's `load_time_s` (the waiting) over the plain run's is gated at LOAD_MAX_RATIO, and
-its wall time per epoch at EPOCH_MAX_RATIO (the thread must not slow training down for what it
-hides). Both train the same batches: test F1 must be equal. Measured here (2 cores, page cache
+prefetched run's `load_time_s` (the waiting) over the plain run's is gated at LOAD_MAX_RATIO.
+Both train the same batches: test F1 must be equal. The epoch wall-time ratio is recorded, not
+gated: the waits it could save are 1-3% of an epoch here, less than two single runs back to back
+differ by (up to ~8%), so a gate on it would judge noise. Measured here (2 cores, page cache
 warm): waiting 0.089 and 0.170 s per epoch plain, 0.010 and 0.016 prefetched; epochs 0.92x and
 0.99x (docs/training_speed.md section 6).
 """
@@ -22,7 +23,6 @@ from gnnbench.train.spec import spec_from_conf
 from .conftest import dataset_config
 
 LOAD_MAX_RATIO = 0.5
-EPOCH_MAX_RATIO = 1.15  # two runs back to back differ by up to ~8% here
 GRAPH = {"name": "prefetch", "num_nodes": 200_000, "avg_degree": 400, "feature_dim": 8}
 TRAIN = {"mode": "model_avg", "epochs": 3, "eval_every": 3}
 
@@ -55,8 +55,4 @@ def test_prefetching_hides_the_loads_of_turns(benchmark):
     assert load_ratio <= LOAD_MAX_RATIO, (
         f"prefetched turns waited {ahead.load_time_s:.3f} s per epoch for loads, {load_ratio:.2f}x "
         f"the plain run's {plain.load_time_s:.3f} s (target <= {LOAD_MAX_RATIO}x)"
-    )
-    assert epoch_ratio <= EPOCH_MAX_RATIO, (
-        f"prefetched epochs took {ahead.epoch_time_s:.2f} s, {epoch_ratio:.2f}x the plain run's "
-        f"{plain.epoch_time_s:.2f} s (target <= {EPOCH_MAX_RATIO}x)"
     )

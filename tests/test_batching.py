@@ -246,6 +246,15 @@ def test_thread_preparation_beside_sampler_processes_is_refused():
         spec_from_conf({"mode": "centralized", "batch_preparation": "thread", "sampler_workers": 2})
 
 
+def test_prefetching_partitions_beside_sampler_processes_is_refused():
+    """Sampler processes are forked at each turn; a thread loading the next partition then could
+    leave them a held lock: one line, before any data is read."""
+    from gnnbench.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="prefetch_partitions.*sampler_workers=1"):
+        spec_from_conf({"mode": "model_avg", "prefetch_partitions": True, "sampler_workers": 1})
+
+
 def test_a_sampler_process_reads_count_for_its_trainer(tmp_path, monkeypatch):
     """Feature rows gathered in a sampler process from a file out of the page cache: the trainer's
     count (BatchSource.read_bytes) holds the sampler's reads, though the trainer read nothing,

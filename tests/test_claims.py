@@ -735,5 +735,5 @@ def test_exported_runs_carry_their_wall_clock_and_the_section_says_what_they_too
     frame = claim_frame(runs)
     frame.loc[0, "run_wall_s"], frame.loc[1, "run_wall_s"] = 1800.0, None
     line = job_count_line(frame, eight[0].configs)
-    assert line.endswith(" 1 of the 2 runs exported with their duration took 30 min here.")
-    assert "took" not in job_count_line(frame.drop(columns="run_wall_s"), eight[0].configs)
+    assert line.endswith(" Summed wall clock of the 1 of 2 runs that carry one: 30 min here.")
+    assert "wall clock" not in job_count_line(frame.drop(columns="run_wall_s"), eight[0].configs)

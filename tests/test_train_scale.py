@@ -289,3 +289,39 @@ def test_a_pass_in_turn_prefetches_its_order_then_the_first_partition(tmp_path_f
         assert loading == [(2, 3), (3, 0), (0, 1), (1, 0)]
     finally:
         partitions.close()
+
+
+def test_a_mode_drops_its_partition_before_the_next_one_loads(tmp_path_factory):
+    """grad_avg's batches hold no reference to a partition once they are done with it, so the
+    release frees it before the next one loads: one partition in memory, as p=auto assumes (the
+    generator's local kept the previous one alive through the next load)."""
+    import weakref
+    from types import SimpleNamespace
+
+    from gnnbench.train.modes.grad_avg import GradientAverage
+    from gnnbench.train.resident import ResidentPartitions
+    from gnnbench.train.spec import Job
+
+    home = tmp_path_factory.mktemp("drop-before-load")
+    store = synthetic_store(home, "drop-before-load", 2_000, 4, avg_degree=4)
+    book = book_at(store, home, 4)
+    spec = spec_from_conf({**SHORT, "mode": "grad_avg"}, SAGE, num_gpus=1)
+    job = Job(spec, store.path, book.path, 4, store.num_classes, False, None)
+    partitions = ResidentPartitions(job, 0, 1, True, before_release=lambda: None)
+    loaded, alive_at_load, load = [], [], partitions._load
+
+    def watched(index):
+        alive_at_load.append([ref() is not None for ref in loaded])
+        part = load(index)
+        loaded.append(weakref.ref(part))
+        return part
+
+    partitions._load = watched
+    context = SimpleNamespace(
+        partitions=partitions,
+        batch_specs=lambda part, epoch: ["plan"],
+        source=SimpleNamespace(batches=lambda part, plans: iter(plans)),
+    )
+    counts = dict.fromkeys(partitions.indices, 1)
+    assert list(GradientAverage(context).batches(1, {}, counts)) == ["plan"] * 4
+    assert alive_at_load == [[], [False], [False, False], [False, False, False]]

@@ -37,7 +37,8 @@ class ModelState:
 @dataclass(frozen=True)
 class TrainingContext:
     """What a training mode reads: the spec, this rank's group (collectives), its partitions (one
-    resident at a time: `partitions.get` loads in turn), its batch source, the split's training
+    resident at a time, `partitions.get` loading in turn: a mode drops its own reference to one
+    before asking for the next), its batch source, the split's training
     nodes over all ranks; and `state`, which it changes."""
 
     spec: TrainSpec

@@ -147,22 +147,8 @@ class Evaluator:
         counts = torch.zeros((len(EVAL_SPLITS), 3, self.num_classes), dtype=torch.int64)
         ogb_rows: list[list[tuple[np.ndarray, np.ndarray]]] = [[] for _ in EVAL_SPLITS]
         for part in self.partitions.in_turn(resident_first=True):
-            ids = np.concatenate([part.split[key] for key in EVAL_SPLITS])
-            tags = np.repeat(
-                np.arange(len(EVAL_SPLITS)), [len(part.split[key]) for key in EVAL_SPLITS]
-            )
-            if not len(ids):
-                continue
-            # unique targets (a node may sit in both splits of a custom dataset)
-            unique, inverse = np.unique(ids, return_inverse=True)
-            logits = self.infer(part, unique)[torch.from_numpy(inverse)]
-            prediction = predict(logits, self.multilabel)
-            target = part.labels[torch.from_numpy(ids)]
-            for s in range(len(EVAL_SPLITS)):
-                mask = torch.from_numpy(tags == s)
-                counts[s] += confusion_counts(prediction[mask], target[mask], self.num_classes)
-                if self.ogb is not None:
-                    ogb_rows[s].append((self.ogb.truth(target[mask]), self.ogb.rows(logits[mask])))
+            self._count(part, counts, ogb_rows)
+            del part  # released before the next one loads (gnnbench/train/resident.py)
         counts = self.group.all_reduce(counts)
         scores: dict[str, Any] = {key: f1_scores(counts[s]) for s, key in enumerate(EVAL_SPLITS)}
         if self.ogb is not None:
@@ -177,6 +163,23 @@ class Evaluator:
         return self.ogb.score(
             np.concatenate([t for t, _ in rows]), np.concatenate([p for _, p in rows])
         )
+
+    def _count(self, part: TrainingPart, counts: torch.Tensor, ogb_rows: list[list]) -> None:
+        """Add the partition's confusion counts per split (and its OGB rows) to the totals."""
+        ids = np.concatenate([part.split[key] for key in EVAL_SPLITS])
+        tags = np.repeat(np.arange(len(EVAL_SPLITS)), [len(part.split[key]) for key in EVAL_SPLITS])
+        if not len(ids):
+            return
+        # unique targets (a node may sit in both splits of a custom dataset)
+        unique, inverse = np.unique(ids, return_inverse=True)
+        logits = self.infer(part, unique)[torch.from_numpy(inverse)]
+        prediction = predict(logits, self.multilabel)
+        target = part.labels[torch.from_numpy(ids)]
+        for s in range(len(EVAL_SPLITS)):
+            mask = torch.from_numpy(tags == s)
+            counts[s] += confusion_counts(prediction[mask], target[mask], self.num_classes)
+            if self.ogb is not None:
+                ogb_rows[s].append((self.ogb.truth(target[mask]), self.ogb.rows(logits[mask])))
 
     # --- layer-wise inference ------------------------------------------------------------------
     def infer(self, part: TrainingPart, targets: np.ndarray) -> torch.Tensor:

@@ -6,13 +6,18 @@ and the cluster strategy's clusters are recomputed from their seed at each load.
 
 With one partition per rank (p = num_gpus) the partition stays loaded for the whole run.
 
+Callers drop their own reference to a partition before asking for the next (`del part`), so
+that the release frees it before the next one loads.
+
 With train.prefetch_partitions, each load starts the next one in a thread, so a turn waits only
-for what of the load its predecessor's training did not cover. The next one is the following
-partition of the rank's, cyclically (the order model averaging trains them and gradient averaging's
-batches take them), and within `in_turn` the following one of its order, then the first partition,
-where the next training pass begins; two partitions are held at a time, which p=auto
-counts (gnnbench/partition/num_parts.py). Reading a partition's files and widening its arrays run
-outside the GIL, beside the trainer's compute. `load_s` counts only the waiting.
+for what of the load its predecessor's training did not cover. The next one is the rank's next
+partition with training nodes, cyclically (the order model averaging trains them and gradient
+averaging's batches take them), and within `in_turn` the following one of its order, then the
+first one with training nodes, where the next training pass begins; two partitions are held at a
+time, which p=auto counts (gnnbench/partition/num_parts.py). Reading a partition's files and
+widening its arrays run outside the GIL, beside the trainer's compute. `load_s` counts only the
+waiting. A load begun in the last training turn may end during evaluation (and the reverse):
+its reads and memory then count in the other phase's figures.
 """
 
 from __future__ import annotations
@@ -62,7 +67,8 @@ class TrainingPart:
 
 class ResidentPartitions:
     """The partitions rank r trains (r, r+W, r+2W, ... of the book; without one, the whole graph
-    as partition 0), at most one of them in memory. `load_s` sums the seconds spent loading;
+    as partition 0), one of them in memory (two while the next one prefetches). `load_s` sums
+    the seconds spent waiting for loads;
     `before_release` is called before a partition is dropped, so that whatever else holds it
     (the batch source and its sampler processes) lets it go first."""
 
@@ -93,11 +99,10 @@ class ResidentPartitions:
 
     def get(self, index: int, then: int | None = None) -> TrainingPart:
         """Partition `index`, loaded now unless it is the resident one (which it replaces); with
-        prefetching, it starts loading `then` (default: the next of the rank's, cyclically)."""
-        following = self._successor(index) if then is None else then
+        prefetching, it starts loading `then` (default: the next one with training nodes)."""
         if self._resident is not None and self._resident.index == index:
             if self._next is None:  # nothing loading yet
-                self._prefetch(following)
+                self._prefetch(then)
             return self._resident
         self.release()
         started = time.perf_counter()
@@ -108,7 +113,12 @@ class ResidentPartitions:
                 raise self._out_of_memory(index) from exc
             raise
         self.load_s += time.perf_counter() - started
-        self._prefetch(following)
+        self._prefetch(then)
+        return self._resident
+
+    @property
+    def resident(self) -> TrainingPart | None:
+        """The partition in memory now, if any (planning it costs no load)."""
         return self._resident
 
     def _prefetched(self, index: int) -> TrainingPart | None:
@@ -122,18 +132,30 @@ class ResidentPartitions:
         loading[1].exception()  # waited for, its result or failure dropped: not needed now
         return None
 
-    def _successor(self, index: int) -> int:
-        return self.indices[(self.indices.index(index) + 1) % len(self.indices)]
+    def _trained_after(self, index: int | None) -> int | None:
+        """The rank's next partition with training nodes after `index`, cyclically (the first
+        one for None); None when it has none (training skips the others)."""
+        trained = [i for i in self.indices if self.num_train[i] > 0]
+        if not trained:
+            return None
+        later = [i for i in trained if index is not None and i > index]
+        return (later or trained)[0]
 
-    def _prefetch(self, index: int) -> None:
-        """Start loading `index` in the thread (not the resident one: it is loaded)."""
-        if self._loader is not None and index != self._resident.index:
+    def _prefetch(self, then: int | None) -> None:
+        """Start loading `then` in the thread (None: the next one training takes), unless it is
+        the resident one."""
+        if self._loader is None:
+            return
+        index = self._trained_after(self._resident.index) if then is None else then
+        if index is not None and index != self._resident.index:
             self._next = (index, self._loader.submit(self._load, index))
 
     def close(self) -> None:
-        """Wait for a load in flight and stop the loader thread (the worker's end, any exit)."""
+        """Drop a load not yet begun, wait for one in flight, and stop the loader thread (the
+        worker's end, any exit)."""
         if self._next is not None:
-            self._next[1].exception()
+            if not self._next[1].cancel():
+                self._next[1].exception()
             self._next = None
         if self._loader is not None:
             self._loader.shutdown(wait=True)
@@ -181,7 +203,8 @@ class ResidentPartitions:
         if resident_first and self._resident is not None:
             start = order.index(self._resident.index)
             order = order[start:] + order[:start]
-        following = [*order[1:], self.indices[0]]  # then the first, where training begins
+        # then the first with training nodes, where the next training pass begins
+        following = [*order[1:], self._trained_after(None)]
         for index, then in zip(order, following, strict=True):
             yield self.get(index, then)
 

@@ -193,6 +193,12 @@ def _train_values(train: Mapping[str, Any]) -> dict[str, Any]:
     values["prefetch_partitions"] = _boolean(
         "prefetch_partitions", schema.configured(TrainKeys, train, "prefetch_partitions")
     )
+    if values["prefetch_partitions"] and values["sampler_workers"] > 0:
+        raise ConfigError(  # forked while a thread loads, a sampler could inherit a held lock
+            "train.prefetch_partitions: the sampler processes "
+            f"(train.sampler_workers={values['sampler_workers']}) are forked at each turn, which "
+            "a loading thread makes unsafe; use one or the other"
+        )
     if values["optimizer_state"] is not None:
         if values["mode"] != "model_avg":  # one Adam state per partition exists there only
             raise ConfigError(

@@ -95,8 +95,10 @@ class Worker:
             try:
                 return self._run()
             finally:
-                self.partitions.close()  # a load in flight ends before the rank does
-                self.source.close()
+                try:
+                    self.partitions.close()  # a load in flight ends before the rank does
+                finally:
+                    self.source.close()
 
     def _run(self) -> dict:
         spec, evaluator = self.spec, self.evaluator

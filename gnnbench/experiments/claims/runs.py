@@ -215,11 +215,13 @@ def job_count_line(frame: pd.DataFrame, configs: Sequence[str]) -> str:
 
 
 def _took(frame: pd.DataFrame) -> str:
-    """The wall time of the runs whose duration was exported (runs exported before it was are
-    left out, and counted)."""
+    """The summed wall clock of the runs exported with theirs (runs exported before it was are
+    left out, and counted); a sum, not the time elapsed, where runs overlapped."""
     if RUN_WALL not in frame or frame[RUN_WALL].isna().all():
         return ""
     known = pd.to_numeric(frame[RUN_WALL], errors="coerce").dropna()
     minutes = known.sum() / 60
     took = f"{minutes / 60:.1f} h" if minutes >= 90 else f"{minutes:.0f} min"
-    return f" {len(known)} of the {len(frame)} runs exported with their duration took {took} here."
+    return (
+        f" Summed wall clock of the {len(known)} of {len(frame)} runs that carry one: {took} here."
+    )

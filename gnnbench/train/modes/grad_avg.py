@@ -6,8 +6,8 @@ training node is dropped.
 A rank with several partitions trains them one after the other within an epoch, one resident at a
 time. The ranks must agree on the step count first: where a partition's batch count follows from
 its training-node count (mini-batches, the full batch) each is loaded once, when its batches come
-up; where its graph decides (clusters, cmgcn's batches) each is loaded once more before, to plan
-them. With one partition per rank (p = num_gpus, grad_avg's usual setting) the partition stays
+up (the resident one is planned before the agreement, as every partition was before); where its
+graph decides (clusters, cmgcn's batches) each is loaded once more before, to plan them. With one partition per rank (p = num_gpus, grad_avg's usual setting) the partition stays
 loaded for the whole run."""
 
 from __future__ import annotations
@@ -59,8 +59,10 @@ class GradientAverage(TrainingMode):
         loaded to count them (module doc)."""
         ctx = self.context
         counts = {index: ctx.batch_count(index) for index in ctx.partitions.indices}
-        if None not in counts.values():
-            return {}, counts
+        if None not in counts.values():  # the resident partition costs no load: planned now
+            resident = ctx.partitions.resident
+            return ({} if resident is None else
+                    {resident.index: ctx.batch_specs(resident, epoch)}), counts  # fmt: skip
         specs = {part.index: ctx.batch_specs(part, epoch)
                  for part in ctx.partitions.in_turn(resident_first=True)}  # fmt: skip
         return specs, {index: len(plans) for index, plans in specs.items()}
@@ -72,6 +74,8 @@ class GradientAverage(TrainingMode):
         was planned already; the counts agreed on are what the plans hold."""
         ctx = self.context
         for index in ctx.partitions.indices:
+            if counts[index] == 0:
+                continue  # nothing to train: not loaded
             part = ctx.partitions.get(index)
             plans = specs[index] if index in specs else ctx.batch_specs(part, epoch)
             if len(plans) != counts[index]:  # batch_count disagrees with the plans: a bug
@@ -79,6 +83,7 @@ class GradientAverage(TrainingMode):
                     f"partition {index}: {len(plans)} batches planned, {counts[index]} counted"
                 )
             yield from ctx.source.batches(part, plans)
+            del part, plans  # released before the next one loads (gnnbench/train/resident.py)
 
     def step(self, batch: PreparedBatch | None, epoch: int, record: EpochRecord) -> None:
         """One synchronised step: local gradient, all-reduce of [gradients, seeds], update; its

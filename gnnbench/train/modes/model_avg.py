@@ -68,6 +68,7 @@ class ModelAverage(TrainingMode):
                 record.train_loss[epoch] += loss
             states.append(_clone(state.model.state_dict()))
             weights.append(float(part.num_train))
+            del part  # released before the next one loads (gnnbench/train/resident.py)
         return states, weights
 
     def train_epoch(self, part: TrainingPart, epoch: int, record: EpochRecord) -> float:
