@@ -83,6 +83,12 @@ def minibatch_size(num_train: int, batch_size: int, batches_per_epoch: int) -> i
     return max(1, -(-num_train // batches_per_epoch)) if batches_per_epoch else batch_size
 
 
+def minibatch_count(num_train: int, batch_size: int, batches_per_epoch: int) -> int:
+    """How many mini-batches `minibatch_plans` cuts `num_train` training nodes into (shuffled or
+    BFS order alike), known without the graph."""
+    return -(-num_train // minibatch_size(num_train, batch_size, batches_per_epoch))
+
+
 def minibatch_plans(
     indptr: np.ndarray,
     indices: np.ndarray,

@@ -15,7 +15,13 @@ from torch import nn
 from gnnbench.errors import NonFiniteLoss
 from gnnbench.train import forward
 from gnnbench.train.batch_source import BatchSource, PreparedBatch
-from gnnbench.train.batching import BatchPlan, cluster_plans, minibatch_plans, minibatch_size
+from gnnbench.train.batching import (
+    BatchPlan,
+    cluster_plans,
+    minibatch_count,
+    minibatch_plans,
+    minibatch_size,
+)
 from gnnbench.train.cost_model import LayerCosts
 from gnnbench.train.group import RankGroup
 from gnnbench.train.resident import ResidentPartitions, TrainingPart
@@ -62,9 +68,7 @@ class TrainingContext:
         if spec.strategy == "full":
             return 1 if num_train else 0
         if spec.strategy == "minibatch" and spec.batching in ("random", "cohesive"):
-            return -(
-                -num_train // minibatch_size(num_train, spec.batch_size, spec.batches_per_epoch)
-            )
+            return minibatch_count(num_train, spec.batch_size, spec.batches_per_epoch)
         return None
 
     def batch_specs(self, part: TrainingPart, epoch: int) -> list[tuple[int, BatchPlan, int]]:

@@ -38,7 +38,7 @@ from gnnbench.process.atomic import disk_bytes
 from gnnbench.process.memory_limit import current_memory_limit, is_out_of_memory
 from gnnbench.process.peak_rss import current_rss_mb
 from gnnbench.progress import log as progress_log
-from gnnbench.train.batching import minibatch_size
+from gnnbench.train.batching import minibatch_count
 from gnnbench.train.clusters import clusters
 from gnnbench.train.cmgcn import cmgcn_batches
 from gnnbench.train.sampler import ALL_NEIGHBOURS, NeighbourSampler, batch_seed
@@ -164,8 +164,8 @@ class ResidentPartitions:
         """CM-GCN's batches of the partition (unit cost per node and layer), timed and logged:
         their sizes follow the graph, not batch_size."""
         spec, started = self.job.spec, time.perf_counter()
-        size = minibatch_size(len(train), spec.batch_size, spec.batches_per_epoch)
-        count = -(-len(train) // size)  # as many batches as random or cohesive batching makes
+        # as many batches as random or cohesive batching makes
+        count = minibatch_count(len(train), spec.batch_size, spec.batches_per_epoch)
         rng = np.random.default_rng(batch_seed(spec.seed, index))
         batches = cmgcn_batches(*graph, train, count, np.ones(len(self.fanouts) + 1), rng)
         sizes = sorted(map(len, batches)) or [0]
