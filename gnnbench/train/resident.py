@@ -129,7 +129,7 @@ class ResidentPartitions:
         loading, self._next = self._next, None
         if loading[0] == index:
             return loading[1].result()  # its failure (out of memory, a bad file) is raised here
-        loading[1].exception()  # waited for, its result or failure dropped: not needed now
+        _drop(loading[1])  # not needed now
         return None
 
     def _trained_after(self, index: int | None) -> int | None:
@@ -154,8 +154,7 @@ class ResidentPartitions:
         """Drop a load not yet begun, wait for one in flight, and stop the loader thread (the
         worker's end, any exit)."""
         if self._next is not None:
-            if not self._next[1].cancel():
-                self._next[1].exception()
+            _drop(self._next[1])
             self._next = None
         if self._loader is not None:
             self._loader.shutdown(wait=True)
@@ -241,3 +240,10 @@ class ResidentPartitions:
                 self._cmgcn[index] = self._cmgcn_batches(index, graph, split["train"])
             part.groups = self._cmgcn[index]
         return part
+
+
+def _drop(load: Future) -> None:
+    """A load no longer wanted: cancelled if it has not begun, else waited for (so that no more
+    than two partitions are ever held), its result or failure discarded."""
+    if not load.cancel():
+        load.exception()
