@@ -159,17 +159,20 @@ TORCH_NAMES_OF_NUM_GPUS = {"world_size", "num_workers"}  # torch's keywords; our
 def second_names_of_num_gpus(path: Path) -> list[str]:
     """`path:line name` for each variable, parameter, attribute or string (a logged key) named as
     torch names the worker count; a keyword argument is a call into torch's API and passes."""
-    found = []
-    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
-        name = {
-            ast.Name: lambda n: n.id,
-            ast.arg: lambda n: n.arg,
-            ast.Attribute: lambda n: n.attr,
-            ast.Constant: lambda n: n.value if isinstance(n.value, str) else None,
-        }.get(type(node), lambda n: None)(node)
-        if name in TORCH_NAMES_OF_NUM_GPUS:
-            found.append(f"{relative(path)}:{node.lineno} {name}")
-    return found
+    tree = ast.parse(path.read_text(), filename=str(path))
+    return [f"{relative(path)}:{node.lineno} {_named(node)}" for node in ast.walk(tree)
+            if _named(node) in TORCH_NAMES_OF_NUM_GPUS]  # fmt: skip
+
+
+def _named(node: ast.AST) -> object:
+    """The name a node gives: a variable's, a parameter's, an attribute's, a string's text."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.arg):
+        return node.arg
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return node.value if isinstance(node, ast.Constant) else None
 
 
 def test_the_worker_count_has_one_name_from_the_command_line_to_the_launcher():

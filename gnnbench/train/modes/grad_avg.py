@@ -7,8 +7,9 @@ A rank with several partitions trains them one after the other within an epoch, 
 time. The ranks must agree on the step count first: where a partition's batch count follows from
 its training-node count (mini-batches, the full batch) each is loaded once, when its batches come
 up (the resident one is planned before the agreement, as every partition was before); where its
-graph decides (clusters, cmgcn's batches) each is loaded once more before, to plan them. With one partition per rank (p = num_gpus, grad_avg's usual setting) the partition stays
-loaded for the whole run."""
+graph decides (clusters, cmgcn's batches) each is loaded once more before, to plan them. With
+one partition per rank (p = num_gpus, grad_avg's usual setting) the partition stays loaded for
+the whole run."""
 
 from __future__ import annotations
 
