@@ -342,6 +342,8 @@ def test_more_partitions_than_workers_train_in_turn(tmp_path, gnnbench_home):
     assert metrics["test_f1_micro"] > 0.5  # trained (7 classes: chance is about 0.14-0.3)
     # each rank loads its 4 partitions in turn: loading, evaluation and both peaks are logged
     assert metrics["load_time_s"] > 0 and metrics["eval_time_s"] > 0
+    # the turns re-read 3 of them an epoch: all but each rank's first load
+    assert 0 < metrics["turn_load_time_s"] < metrics["load_time_s"]
     assert 0 < metrics["train_peak_rss_mb"] and 0 < metrics["eval_peak_rss_mb"]
 
 

@@ -31,7 +31,7 @@ RESULT_KEYS = {
     "epoch_time_s", "compute_time_s", "sync_time_s", "val_f1_micro", "test_f1_micro", "test_f1_macro",
     "num_epochs", "training_ranks", "device", "history", "sync_count",
     "train_nodes_per_epoch", "computation_cost", "batch_wait_s", "gpu_peak_mb", "sync_wait_s",
-    "train_peak_rss_mb", "train_rss_sum_mb", "eval_peak_rss_mb", "load_time_s", "eval_time_s",
+    "train_peak_rss_mb", "train_rss_sum_mb", "eval_peak_rss_mb", "load_time_s", "turn_load_time_s", "eval_time_s",
 }  # fmt: skip
 
 

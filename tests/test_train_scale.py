@@ -261,6 +261,8 @@ def test_prefetch_loads_the_next_partition_and_raises_its_failure_in_turn(tmp_pa
             assert np.array_equal(part.sampler.indices, expected.sampler.indices)
             assert np.array_equal(part.split["train"], expected.split["train"])
             assert ahead._next[0] == (index + 1) % 4  # the next one is loading
+        # the first load is kept apart (nothing overlaps it); the later ones add to load_s only
+        assert plain.first_load_s is not None and 0 < plain.first_load_s < plain.load_s
         (book.path / "part-0" / "indptr.npy").write_bytes(b"not an array")
         ahead.get(3)  # prefetched; starts partition 0's load, which fails in the thread
         with pytest.raises(DataError, match=r"part-0: unreadable partition file"):

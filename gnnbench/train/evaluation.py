@@ -60,10 +60,12 @@ class PhaseFigures:
         sampler_peak_mb: float,
         samplers: int,
         load_s: float,
+        first_load_s: float,
         epochs: int,
     ) -> dict[str, float]:
         """The largest rank's training and evaluation peaks (its samplers' included), and the
-        slowest rank's loading per epoch (`load_s`: all its loads) and time per evaluation. A run
+        slowest rank's loading per epoch (`load_s`: all its loads; without `first_load_s`, the
+        one before its first batch: its turns' loads) and time per evaluation. A run
         ends in an evaluation: training's peak was read before it. train_rss_sum_mb: every
         training process's peak summed (a rank's `samplers` each counted at the largest one's)."""
         own = self.train_peak_mb + samplers * sampler_peak_mb
@@ -73,10 +75,12 @@ class PhaseFigures:
             max(self.train_peak_mb, sampler_peak_mb),
             self.eval_peak_mb,
             (load_s - self.eval_load_s) / epochs,  # training's loads
+            (load_s - self.eval_load_s - first_load_s) / epochs,  # those its turns repeat
             self.eval_s / max(1, self.evaluations),
         ]
         worst = group.all_reduce(torch.tensor(figures, dtype=torch.float64), dist.ReduceOp.MAX)
-        names = ("train_peak_rss_mb", "eval_peak_rss_mb", "load_time_s", "eval_time_s")
+        names = ("train_peak_rss_mb", "eval_peak_rss_mb", "load_time_s", "turn_load_time_s",
+                 "eval_time_s")  # fmt: skip
         figures = {name: float(value) for name, value in zip(names, worst, strict=True)}
         read = float(summed[1])
         return {

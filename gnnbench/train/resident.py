@@ -68,7 +68,8 @@ class TrainingPart:
 class ResidentPartitions:
     """The partitions rank r trains (r, r+W, r+2W, ... of the book; without one, the whole graph
     as partition 0), one of them in memory (two while the next one prefetches). `load_s` sums
-    the seconds spent waiting for loads;
+    the seconds spent waiting for loads, `first_load_s` is the first of them (before any batch:
+    nothing can overlap it);
     `before_release` is called before a partition is dropped, so that whatever else holds it
     (the batch source and its sampler processes) lets it go first."""
 
@@ -86,6 +87,7 @@ class ResidentPartitions:
         self.book = PartitionBook(job.book_path) if job.book_path is not None else None
         self.indices = list(range(rank, self.book.p, num_gpus)) if self.book else [0]
         self.load_s = 0.0
+        self.first_load_s: float | None = None
         self._resident: TrainingPart | None = None
         # the next partition loading in a thread: (its index, the load); only with turns
         self._next: tuple[int, Future[TrainingPart]] | None = None
@@ -112,7 +114,10 @@ class ResidentPartitions:
             if is_out_of_memory(exc, capped=current_memory_limit() is not None):
                 raise self._out_of_memory(index) from exc
             raise
-        self.load_s += time.perf_counter() - started
+        waited = time.perf_counter() - started
+        self.load_s += waited
+        if self.first_load_s is None:
+            self.first_load_s = waited
         self._prefetch(then)
         return self._resident
 

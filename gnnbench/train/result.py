@@ -29,6 +29,9 @@ class TrainResult:
     train_rss_sum_mb: float  # every training process's peak (a baseline's servers too), summed
     eval_peak_rss_mb: float  # largest rank's resident peak while evaluating
     load_time_s: float  # per epoch, the slowest rank's loading of partitions to train
+    # the same without each rank's first load (before its first batch): what its turns repeat,
+    # and all that prefetching can hide
+    turn_load_time_s: float | None
     eval_time_s: float  # per evaluation, the slowest rank's (its loads included)
     val_f1_micro: float
     test_f1_micro: float

@@ -145,6 +145,7 @@ class Worker:
             sampler_peak_mb=self.source.sampler_peak_mb,
             samplers=self.source.sampler_workers,
             load_s=self.partitions.load_s,
+            first_load_s=self.partitions.first_load_s or 0.0,
             epochs=self.spec.epochs,
         )
         return {

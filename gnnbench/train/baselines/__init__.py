@@ -43,6 +43,7 @@ def summary(
     return {
         **slowest, "sync_time_s": None, "sync_wait_s": None, "computation_cost": None,
         "gpu_peak_mb": None, "eval_peak_rss_mb": None, "load_time_s": None,
+        "turn_load_time_s": None,
         "train_peak_rss_mb": max(peaks_mb), "train_rss_sum_mb": float(sum(peaks_mb)),
         "eval_time_s": float(np.max(eval_times, axis=0).mean()),
         "val_f1_micro": evaluations[best]["val"][0], "test_f1_micro": evaluations[best]["test"][0],
