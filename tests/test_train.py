@@ -527,6 +527,54 @@ def test_layerwise_inference_is_the_model_on_full_neighbourhoods(
     torch.testing.assert_close(layerwise, whole, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("held_bytes", [512 << 20, 1], ids=["one group", "a group per chunk"])
+def test_evaluation_reads_each_groups_feature_rows_once(graph, held_bytes, monkeypatch):
+    """Issue 46, item 4: a group of evaluation targets gathers its feature rows in one read,
+    each row once (the first layer's chunks then take them from memory); before, every chunk
+    gathered the rows of its own neighbourhood, so a row was read once per chunk holding it."""
+    from gnnbench.train import evaluation
+    from gnnbench.train.sampler import with_neighbours
+    from gnnbench.train.spec import Job
+    from gnnbench.train.worker import Worker
+
+    monkeypatch.setattr(evaluation, "EVAL_HELD_BYTES", held_bytes)
+    store, _ = graph
+    train = {"mode": "centralized", **FAST, "fanouts": [5, 5], "eval_batch_size": 7}
+    job = Job(spec(train), store.path, None, store.feature_dim, store.num_classes, False, None)
+    evaluator = Worker(job, 0, 1, torch.device("cpu")).evaluator
+    part = evaluator.partitions.get(0)
+    reads: list[np.ndarray] = []
+
+    class CountedRows:
+        shape = part.features.shape
+
+        def __getitem__(self, ids, features=part.features):
+            reads.append(np.asarray(ids))
+            return features[ids]
+
+    part.features = CountedRows()
+    targets = np.sort(np.random.default_rng(0).choice(store.num_nodes, 50, replace=False))
+    groups = evaluator.target_groups(part, targets)
+    with torch.no_grad():
+        evaluator.infer(part, targets)
+    graph_of = (part.hop_sampler.indptr, part.hop_sampler.indices)
+    two_hops = [with_neighbours(*graph_of, with_neighbours(*graph_of, g)) for g in groups]
+    assert len(reads) == len(groups) == (1 if held_bytes > 1 else -(-len(targets) // 7))
+    for read, rows in zip(reads, two_hops, strict=True):
+        assert len(read) == len(np.unique(read)) and set(read) == set(rows)
+
+
+def test_evaluation_reads_script_measures_a_book(graph):
+    """scripts/evaluation_reads.py's measurement on a small book: a cold and a warm evaluation,
+    and the rows gathered, each partition's once (one group each)."""
+    from gnnbench.experiments.evaluation_reads import measure
+
+    store, book = graph
+    figures = measure(store.path, book, [5, 5], eval_batch_size=7)
+    assert figures.cold_s > 0 and figures.warm_s > 0
+    assert figures.gathers == 2 and figures.rows_gathered == figures.rows_distinct > 0
+
+
 @pytest.mark.fault("config: a torchrun sweep job needing another backend")
 def test_torchrun_sweep_job_needing_another_backend_is_one_line(monkeypatch):
     """A torchrun sweep keeps its first job's process group: a later job that needs another

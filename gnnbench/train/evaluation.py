@@ -6,9 +6,13 @@ the nodes the val and test targets need), counts confusion per class on the node
 and all-reduces the counts, so F1 is exact over the whole graph. An ogbn dataset's own metric is
 computed from every rank's gathered rows. The run's F1 is that at the best validation point.
 
-Evaluation is bounded in memory: the targets go in groups whose innermost layer's outputs fit
-EVAL_HELD_BYTES (a single group on small graphs), each layer in chunks of eval_batch_size; rows are found by binary search in the group's sorted
-needed rows, never through a dense array over the partition.
+Evaluation is bounded in memory: the targets go in groups whose held rows (the feature rows the
+first layer reads and its outputs, the largest of any two consecutive layers) fit EVAL_HELD_BYTES
+(a single group on small graphs), each layer in chunks of eval_batch_size; rows are found by binary
+search in the group's needed rows, never through a dense array over the partition. A group reads
+its feature rows once, in one gather in file order (gnnbench/data/features.py), not once per chunk
+whose neighbourhood holds them (issue 46, item 4): on a feature file larger than the page cache
+that is one sorted sweep instead of a random gather per chunk.
 
 The training process's resident peak is measured apart for training and evaluation (PhaseFigures):
 the high-water mark is read before each evaluation and reset around it.
@@ -16,6 +20,7 @@ the high-water mark is read before each evaluation and reset around it.
 
 from __future__ import annotations
 
+import itertools
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,8 +42,9 @@ from gnnbench.train.resident import ResidentPartitions, TrainingPart
 from gnnbench.train.sampler import with_neighbours
 
 EVAL_SPLITS = ("val", "test")
-# What a group of evaluation targets may hold of one inner layer's outputs (float32): 512 MB is
-# 524 k rows at 256 hidden, so small graphs are one group and a 100 M-node partition is many.
+# What a group of evaluation targets may hold of its feature rows and first-layer outputs
+# (float32): 512 MB is 350 k nodes' rows at 128 features and 256 hidden, so small graphs are one
+# group and a 100 M-node partition is many.
 EVAL_HELD_BYTES = 512 << 20
 
 
@@ -210,54 +216,58 @@ class Evaluator:
         return torch.cat(outputs)  # one row per target: as small as the logits
 
     def target_groups(self, part: TrainingPart, targets: np.ndarray) -> list[np.ndarray]:
-        """`targets` cut, in order, into runs of eval_batch_size chunks whose innermost layer
-        needs at most `_held_rows()` distinct rows in all (one chunk alone may need more: then it
-        is a group by itself). Counting distinct rows takes one flag per partition node."""
-        size = self.batch_size
-        limit = self._held_rows()
-        listed = np.zeros(len(part.hop_sampler.indptr) - 1, dtype=np.bool_)
+        """`targets` cut, in order, into runs of eval_batch_size chunks whose first layer's
+        feature rows and outputs hold at most EVAL_HELD_BYTES in all (float32: the feature rows'
+        width, and layer_width); one chunk alone may need more: then it is a group by itself.
+        Counting distinct rows takes one flag per partition node and kind of row."""
+        row_bytes = (4 * part.features.shape[1], 4 * self.layer_width)
+
+        def size(rows: list[np.ndarray]) -> int:
+            return sum(len(ids) * each for ids, each in zip(rows, row_bytes, strict=True))
+
+        # per partition node: listed as a feature row, as a first-layer output
+        listed = np.zeros((2, len(part.hop_sampler.indptr) - 1), dtype=np.bool_)
         groups: list[list[np.ndarray]] = [[]]
         held = 0
-        for start in range(0, len(targets), size):
-            chunk = targets[start : start + size]
-            rows = self._needed_rows(part, chunk)[0]
-            new = rows[~listed[rows]]
-            if groups[-1] and held + len(new) > limit:
+        for start in range(0, len(targets), self.batch_size):
+            chunk = targets[start : start + self.batch_size]
+            rows = self._needed_rows(part, chunk)[:2]
+            new = [ids[~listed[kind, ids]] for kind, ids in enumerate(rows)]
+            if groups[-1] and held + size(new) > EVAL_HELD_BYTES:
                 groups.append([])
                 listed[:] = False
                 held, new = 0, rows
-            listed[new] = True
-            held += len(new)
+            for kind, ids in enumerate(new):
+                listed[kind, ids] = True
+            held += size(new)
             groups[-1].append(chunk)
         return [np.concatenate(group) for group in groups if group]
 
-    def _held_rows(self) -> int:
-        """Rows of inner-layer outputs (float32, layer_width wide) that fit EVAL_HELD_BYTES."""
-        return max(self.batch_size, EVAL_HELD_BYTES // (4 * self.layer_width))
-
     def _infer_group(self, part: TrainingPart, targets: np.ndarray) -> torch.Tensor:
-        """infer() over one group of targets: each layer's outputs for the rows it needs."""
-        h, held = part.features, None  # held: the node of each row of h (None: h is by node id)
+        """infer() over one group of targets: each layer's outputs for the rows it needs, from
+        the group's feature rows gathered once (in file order: FeatureRows sorts a gather)."""
+        needed = self._needed_rows(part, targets)
+        h = torch.from_numpy(feature_rows(part.features, needed[0]))
         device = self.group.device
-        for layer, rows in enumerate(self._needed_rows(part, targets)):
-            lookup = None if held is None else _RowLookup(held)
+        for layer, (held, rows) in enumerate(itertools.pairwise(needed)):
+            lookup = _RowLookup(held)  # held: the node of each row of h
 
             def one_hop(chunk: np.ndarray, h=h, lookup=lookup, layer=layer) -> torch.Tensor:
                 batch = part.hop_sampler.sample(chunk, 0)
-                ids = batch.n_id if lookup is None else lookup.rows(batch.n_id)
-                x = _rows(h, ids).to(device, non_blocking=True)
+                x = h[torch.from_numpy(lookup.rows(batch.n_id))].to(device, non_blocking=True)
                 return self.model.layer(layer, x, on_device(batch.blocks[0], device))
 
             where = f"evaluation, partition {part.index}, layer {layer + 1}/{self.model.num_layers}"
-            h, held = self._chunked(rows, one_hop, where), rows
+            h = self._chunked(rows, one_hop, where)
         return h
 
     def _needed_rows(self, part: TrainingPart, targets: np.ndarray) -> list[np.ndarray]:
-        """Per layer, the nodes whose output the targets need: the last layer's are the targets,
-        each inner layer's add the next one's neighbours."""
+        """The feature rows the first layer reads, then per layer the nodes whose output the
+        targets need: the last layer's are the targets, each earlier one adds the next one's
+        neighbours."""
         graph = part.hop_sampler
         needed = [targets]
-        for _ in range(self.model.num_layers - 1):
+        for _ in range(self.model.num_layers):
             needed.append(with_neighbours(graph.indptr, graph.indices, needed[-1]))
         return needed[::-1]
 
