@@ -136,41 +136,69 @@ def test_feature_rows_are_mapped_not_read(tmp_path, monkeypatch):
     )
 
 
-def test_sparse_gathers_map_for_random_access_and_read_the_same_rows(tmp_path, monkeypatch):
-    """A gather wanting few pages of a window asks for them first (POSIX_FADV_WILLNEED) and maps
-    the window MADV_RANDOM (npy_file.NpyLayout); a dense one does neither; both return exactly the
-    file's rows."""
+def test_sparse_gathers_read_rows_one_by_one_and_read_the_same_rows(tmp_path, monkeypatch):
+    """A gather wanting few pages of a window reads each row by a pread of its own, on a
+    descriptor advised POSIX_FADV_RANDOM (npy_file.NpyLayout), and, where the file is larger
+    than half the memory, first asks for the rows' pages (POSIX_FADV_WILLNEED); a dense one
+    maps its windows and does neither; all return exactly the file's rows."""
     from gnnbench.data import npy_file
 
     path = tmp_path / "feat.npy"
     expected = np.random.default_rng(0).standard_normal((50000, 37)).astype(np.float16)
     np.save(path, expected)
-    random_windows = []
-    real = npy_file.NpyLayout.random_window
+    read_one_by_one = []
+    real = npy_file.NpyLayout.read_rows
     monkeypatch.setattr(
         npy_file.NpyLayout,
-        "random_window",
-        lambda self, start, stop: random_windows.append((start, stop)) or real(self, start, stop),
+        "read_rows",
+        lambda self, rows, handle: read_one_by_one.append(len(rows)) or real(self, rows, handle),
     )
     features = FeatureRows(path)
     sparse = np.random.default_rng(1).choice(50000, 40, replace=False)
     advised = []
-    if hasattr(os, "posix_fadvise"):
-        monkeypatch.setattr(os, "posix_fadvise", lambda *args: advised.append(args[1:]))
-        features[sparse]
-        assert not advised, "a file the page cache can hold asked for its pages one by one"
+    fadvise = getattr(os, "posix_fadvise", None)
+
+    def record(handle, offset, length, advice):
+        advised.append(advice)
+        fadvise(handle, offset, length, advice)
+
+    if fadvise is not None:
+        monkeypatch.setattr(os, "posix_fadvise", record)
+        np.testing.assert_array_equal(features[sparse], expected[sparse].astype(np.float32))
+        assert os.POSIX_FADV_WILLNEED not in advised, (
+            "a file the page cache can hold asked for its pages one by one"
+        )
+        assert os.POSIX_FADV_RANDOM in advised, "the preads' descriptor reads ahead"
+        advised.clear()
+    read_one_by_one.clear()
     monkeypatch.setattr(npy_file, "_physical_memory", lambda: 0)  # as if larger than RAM
     np.testing.assert_array_equal(features[sparse], expected[sparse].astype(np.float32))
-    assert random_windows, "40 rows of a 3.7 MB window did not map it for random access"
-    if hasattr(os, "posix_fadvise"):  # one read-ahead request per page of the rows
-        assert 0 < len(advised) <= 40 and all(
-            advice == os.POSIX_FADV_WILLNEED for *_, advice in advised
-        )
-    random_windows.clear()
+    if hasattr(os, "preadv"):
+        assert read_one_by_one and sum(read_one_by_one) == 40, "40 rows of 3.7 MB were mapped"
+    if fadvise is not None:  # one read-ahead request per page of the rows
+        willneed = [advice for advice in advised if advice == os.POSIX_FADV_WILLNEED]
+        assert 0 < len(willneed) <= 40
+    read_one_by_one.clear()
     advised.clear()
     np.testing.assert_array_equal(features[:], expected.astype(np.float32))
-    assert not random_windows, "a full scan mapped for random access: no readahead"
+    assert not read_one_by_one, "a full scan read its rows one by one"
     assert not advised, "a full scan asked for its pages one by one"
+
+
+def test_a_short_read_of_a_sparse_row_is_one_line(tmp_path):
+    """A file cut short after its header was read (another process truncated it): the row that
+    cannot be read whole is named, not returned half-filled."""
+    from gnnbench.data import npy_file
+    from gnnbench.errors import DataError
+
+    path = tmp_path / "feat.npy"
+    np.save(path, np.ones((50000, 37), dtype=np.float16))
+    layout = npy_file.NpyLayout.read(path)
+    os.truncate(path, layout.offset + 1000 * layout.row_bytes)
+    if not hasattr(os, "preadv"):
+        pytest.skip("no os.preadv on this platform: sparse rows are mapped")
+    with pytest.raises(DataError, match=r"feat.npy: short read of row 40000"):
+        list(layout.iter_rows_of(np.array([3, 40000])))
 
 
 @pytest.mark.fault("disk: too little free for the synthetic graph's features")
