@@ -23,8 +23,9 @@ _WINDOW_BYTES = 64 << 20
 # the bytes they use; the preads' descriptor is advised POSIX_FADV_RANDOM for that. Warm, on a
 # 2.4 GB float16 file of 10 M rows (256 B each): 1.07 us a row with preads against 3.5 through a
 # map at 0.43% of the rows, 1.00 against 1.67 at 1.5%, equal at 3%, 0.97 against 0.70 at 5%.
-# At rows of 256 bytes or less a share of 2.5 means fewer than 2.5% of the window's rows (16
-# to a 4 KB page).
+# A share of 2.5 is 40% of the pages: at 256-byte rows (16 to a 4 KB page) 2.5% of the rows, at
+# 4 KB rows 40%. The whole-file test of prefetch() uses the same share, so a file larger than
+# half the memory now gets its pages asked for up to 2.5% of 256-byte rows (0.78% before).
 _SPARSE_SHARE = 2.5
 
 
@@ -151,8 +152,12 @@ class NpyLayout:
         """A read-only descriptor of the file advised POSIX_FADV_RANDOM: a read that misses the
         page cache reads its own pages, not the readahead around them."""
         handle = os.open(self.path, os.O_RDONLY)
-        if hasattr(os, "posix_fadvise"):
-            os.posix_fadvise(handle, 0, 0, os.POSIX_FADV_RANDOM)
+        try:
+            if hasattr(os, "posix_fadvise"):
+                os.posix_fadvise(handle, 0, 0, os.POSIX_FADV_RANDOM)
+        except BaseException:
+            os.close(handle)
+            raise
         return handle
 
     def read_rows(self, rows: np.ndarray, handle: int) -> np.ndarray:

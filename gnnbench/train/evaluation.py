@@ -6,9 +6,9 @@ the nodes the val and test targets need), counts confusion per class on the node
 and all-reduces the counts, so F1 is exact over the whole graph. An ogbn dataset's own metric is
 computed from every rank's gathered rows. The run's F1 is that at the best validation point.
 
-Evaluation is bounded in memory: the targets go in groups whose held rows (the feature rows the
-first layer reads and its outputs, the largest of any two consecutive layers) fit EVAL_HELD_BYTES
-(a single group on small graphs), each layer in chunks of eval_batch_size; rows are found by binary
+Evaluation is bounded in memory: the targets go in groups whose first layer's feature rows and
+outputs fit EVAL_HELD_BYTES together (a single group on small graphs; a later layer's rows are not
+counted, as before: they are fewer, but wider where the features are narrower than the layers), each layer in chunks of eval_batch_size; rows are found by binary
 search in the group's needed rows, never through a dense array over the partition. A group reads
 its feature rows once, in one gather in file order (gnnbench/data/features.py), not once per chunk
 whose neighbourhood holds them (issue 46, item 4): on a feature file larger than the page cache
@@ -81,7 +81,8 @@ class PhaseFigures:
             max(self.train_peak_mb, sampler_peak_mb),
             self.eval_peak_mb,
             (load_s - self.eval_load_s) / epochs,  # training's loads
-            (load_s - self.eval_load_s - first_load_s) / epochs,  # those its turns repeat
+            # those its turns repeat; a rank that trains nothing loads first in an evaluation
+            max(0.0, load_s - self.eval_load_s - first_load_s) / epochs,
             self.eval_s / max(1, self.evaluations),
         ]
         worst = group.all_reduce(torch.tensor(figures, dtype=torch.float64), dist.ReduceOp.MAX)
