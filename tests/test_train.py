@@ -491,14 +491,16 @@ def test_auto_p_follows_sdt_gnn_rule():
 
 @pytest.mark.parametrize("held_bytes", [512 << 20, 1], ids=["one group", "a group per chunk"])
 @pytest.mark.parametrize("model", ["sage", "gat", "mlp"])
+@pytest.mark.parametrize("layers", [3, 1])
 def test_layerwise_inference_is_the_model_on_full_neighbourhoods(
-    graph, model, held_bytes, monkeypatch
+    graph, model, layers, held_bytes, monkeypatch
 ):
     """Evaluation runs each layer once over the nodes the targets need from it, in chunks; for
     SAGE, GAT and the MLP that is the same function as the model on each target's full K-hop
     neighbourhood. (The block GCN normalises by degrees inside each block, so its outputs depend
-    on the chunking.) Three layers: two inner layers read rows of a restricted output. With a
-    bound below one chunk's rows, every chunk of targets is a group of its own (bounded memory)."""
+    on the chunking.) Three layers: two inner layers read rows of a restricted output; one layer:
+    the feature rows feed the output layer. With a bound below one chunk's rows, every chunk of
+    targets is a group of its own (bounded memory)."""
     from gnnbench.train import evaluation
     from gnnbench.train.forward import forward
     from gnnbench.train.spec import Job
@@ -507,8 +509,8 @@ def test_layerwise_inference_is_the_model_on_full_neighbourhoods(
     monkeypatch.setattr(evaluation, "EVAL_HELD_BYTES", held_bytes)
 
     store, _ = graph
-    train = {"mode": "centralized", **FAST, "fanouts": [5, 5, 5], "eval_batch_size": 7}
-    job_spec = spec(train, {**SAGE, "name": model, "layers": 3})
+    train = {"mode": "centralized", **FAST, "fanouts": [5] * layers, "eval_batch_size": 7}
+    job_spec = spec(train, {**SAGE, "name": model, "layers": layers})
     job = Job(job_spec, store.path, None, store.feature_dim, store.num_classes, False, None)
     evaluator = Worker(job, 0, 1, torch.device("cpu")).evaluator
     model = evaluator.model
