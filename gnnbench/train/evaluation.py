@@ -8,11 +8,12 @@ computed from every rank's gathered rows. The run's F1 is that at the best valid
 
 Evaluation is bounded in memory: the targets go in groups whose first layer's feature rows and
 outputs fit EVAL_HELD_BYTES together (a single group on small graphs; a later layer's rows are not
-counted, as before: they are fewer, but wider where the features are narrower than the layers), each layer in chunks of eval_batch_size; rows are found by binary
-search in the group's needed rows, never through a dense array over the partition. A group reads
-its feature rows once, in one gather in file order (gnnbench/data/features.py), not once per chunk
-whose neighbourhood holds them (issue 46, item 4): on a feature file larger than the page cache
-that is one sorted sweep instead of a random gather per chunk.
+counted, as before: they are fewer, but wider where the features are narrower than the layers),
+each layer in chunks of eval_batch_size; rows are found by binary search in the group's needed
+rows, never through a dense array over the partition. A group reads its feature rows once, in one
+gather in file order (gnnbench/data/features.py), not once per chunk whose neighbourhood holds
+them (issue 46, item 4): on a feature file larger than the page cache that is one sorted sweep
+instead of a random gather per chunk.
 
 The training process's resident peak is measured apart for training and evaluation (PhaseFigures):
 the high-water mark is read before each evaluation and reset around it.
@@ -77,12 +78,13 @@ class PhaseFigures:
         own = self.train_peak_mb + samplers * sampler_peak_mb
         read = self.eval_read_mb / max(1, self.evaluations)  # NaN where this rank cannot count
         summed = group.all_reduce(torch.tensor([own, read], dtype=torch.float64))
+        training_loads = load_s - self.eval_load_s
         figures = [
             max(self.train_peak_mb, sampler_peak_mb),
             self.eval_peak_mb,
-            (load_s - self.eval_load_s) / epochs,  # training's loads
+            training_loads / epochs,
             # those its turns repeat; a rank that trains nothing loads first in an evaluation
-            max(0.0, load_s - self.eval_load_s - first_load_s) / epochs,
+            max(0.0, training_loads - first_load_s) / epochs,
             self.eval_s / max(1, self.evaluations),
         ]
         worst = group.all_reduce(torch.tensor(figures, dtype=torch.float64), dist.ReduceOp.MAX)
