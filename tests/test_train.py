@@ -489,24 +489,30 @@ def test_auto_p_follows_sdt_gnn_rule():
         choose_num_parts(1, 1, 1.0, 1.0)
 
 
-@pytest.mark.parametrize("held_bytes", [512 << 20, 1], ids=["one group", "a group per chunk"])
+@pytest.mark.parametrize(
+    ("held_bytes", "chunk_bytes"),
+    [(512 << 20, 8 << 20), (1, 8 << 20), (512 << 20, 1)],
+    ids=["one group", "a group per chunk", "a row per chunk"],
+)
 @pytest.mark.parametrize("model", ["sage", "gat", "mlp"])
 @pytest.mark.parametrize("layers", [3, 1])
 def test_layerwise_inference_is_the_model_on_full_neighbourhoods(
-    graph, model, layers, held_bytes, monkeypatch
+    graph, model, layers, held_bytes, chunk_bytes, monkeypatch
 ):
     """Evaluation runs each layer once over the nodes the targets need from it, in chunks; for
     SAGE, GAT and the MLP that is the same function as the model on each target's full K-hop
     neighbourhood. (The block GCN normalises by degrees inside each block, so its outputs depend
     on the chunking.) Three layers: two inner layers read rows of a restricted output; one layer:
     the feature rows feed the output layer. With a bound below one chunk's rows, every chunk of
-    targets is a group of its own (bounded memory)."""
+    targets is a group of its own (bounded memory); with a chunk bound below one row's bytes (wide
+    features), every chunk is one row."""
     from gnnbench.train import evaluation
     from gnnbench.train.forward import forward
     from gnnbench.train.spec import Job
     from gnnbench.train.worker import Worker
 
     monkeypatch.setattr(evaluation, "EVAL_HELD_BYTES", held_bytes)
+    monkeypatch.setattr(evaluation, "EVAL_CHUNK_BYTES", chunk_bytes)
 
     store, _ = graph
     train = {"mode": "centralized", **FAST, "fanouts": [5] * layers, "eval_batch_size": 7}

@@ -9,7 +9,8 @@ computed from every rank's gathered rows. The run's F1 is that at the best valid
 Evaluation is bounded in memory: the targets go in groups whose first layer's feature rows and
 outputs fit EVAL_HELD_BYTES together (a single group on small graphs; a later layer's rows are not
 counted, as before: they are fewer, but wider where the features are narrower than the layers),
-each layer in chunks of eval_batch_size; rows are found by binary search in the group's needed
+each layer in chunks of eval_batch_size (fewer where their input rows would hold over
+EVAL_CHUNK_BYTES: wide features); rows are found by binary search in the group's needed
 rows, never through a dense array over the partition. A group reads its feature rows once, in one
 gather in file order (gnnbench/data/features.py), not once per chunk whose neighbourhood holds
 them (issue 46, item 4): on a feature file larger than the page cache that is one sorted sweep
@@ -47,6 +48,13 @@ EVAL_SPLITS = ("val", "test")
 # (float32): 512 MB is 350 k nodes' rows at 128 features and 256 hidden, so small graphs are one
 # group and a 100 M-node partition is many.
 EVAL_HELD_BYTES = 512 << 20
+# What a chunk's targets' own input rows may hold (float32): a layer's chunk copies its
+# neighbourhood's rows out of the held ones and aggregates them, both about chunk x width. Up to
+# 1024 features or hidden columns a chunk is eval_batch_size (2048 rows of at most 4 KB); at 6400
+# features (25 KB a row) it is 327 rows, so a wide first layer's working rows stay near 20 MB
+# instead of 150 MB beside the group's own (with them a 1 GB worker's evaluation went over its
+# budget: tests/test_train_scale.py).
+EVAL_CHUNK_BYTES = 8 << 20
 
 
 @dataclass
@@ -211,6 +219,7 @@ class Evaluator:
                 targets,
                 lambda chunk: forward(self.model, _rows(part.features, chunk), [], device),
                 f"evaluation, partition {part.index}",
+                row_bytes=4 * part.features.shape[1],
             )
         groups = self.target_groups(part, targets)
         if len(groups) == 1:
@@ -261,7 +270,7 @@ class Evaluator:
                 return self.model.layer(layer, x, on_device(batch.blocks[0], device))
 
             where = f"evaluation, partition {part.index}, layer {layer + 1}/{self.model.num_layers}"
-            h = self._chunked(rows, one_hop, where)
+            h = self._chunked(rows, one_hop, where, row_bytes=h.shape[1] * h.element_size())
         return h
 
     def _needed_rows(self, part: TrainingPart, targets: np.ndarray) -> list[np.ndarray]:
@@ -274,11 +283,12 @@ class Evaluator:
             needed.append(with_neighbours(graph.indptr, graph.indices, needed[-1]))
         return needed[::-1]
 
-    def _chunked(self, rows: np.ndarray, compute, where: str) -> torch.Tensor:
-        """compute(chunk) over rows in chunks of eval_batch_size, into one tensor on the CPU
+    def _chunked(self, rows: np.ndarray, compute, where: str, row_bytes: int) -> torch.Tensor:
+        """compute(chunk) over rows in chunks of eval_batch_size, fewer where the chunk's input
+        rows (`row_bytes` each) would hold more than EVAL_CHUNK_BYTES, into one tensor on the CPU
         (filled in place: concatenating the chunks would hold every output twice); rank 0 logs
         how far it got, as `where`."""
-        size = self.batch_size
+        size = min(self.batch_size, max(1, EVAL_CHUNK_BYTES // max(1, row_bytes)))
         output = None
         starts = range(0, len(rows), size)
         for start in progress(starts, len(starts), f"{where}: chunks",
