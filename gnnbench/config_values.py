@@ -55,6 +55,7 @@ KEYS_ADDED_LATER: dict[str, Any] = {
     "train.cluster_boundary": True,  # cluster batches held their boundary before the key
     "train.batch_preparation": "inline",
     "train.prefetch_partitions": False,
+    "train.superbatch": 1,
 }
 
 

@@ -154,6 +154,9 @@ class TrainKeys:
     # one trains (CATGNN's turns without waiting for the load; two partitions held, p=auto counts
     # both)
     prefetch_partitions: bool = optional(False)
+    # Ginex's superbatch: batches sampled together, their feature rows read in one sorted gather
+    # (each row once) into a buffer they take theirs from; 1: each batch reads its own
+    superbatch: int = optional(1)
     # model_avg's alone (its file sets it): each partition's Adam moments at a sync: local (kept),
     # reset (every round starts Adam afresh) or average (averaged like the model)
     optimizer_state: OptimizerState | None = optional(None)

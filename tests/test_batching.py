@@ -207,6 +207,82 @@ def test_a_helper_thread_trains_exactly_as_the_trainer_alone(graph):  # noqa: F8
     assert runs[0].test_f1_micro == pytest.approx(runs[1].test_f1_micro, abs=1e-9)
 
 
+@pytest.mark.distributed
+@pytest.mark.parametrize(
+    "preparation",
+    [{}, {"batch_preparation": "thread"}, {"sampler_workers": 1}],
+    ids=["inline", "thread", "sampler process"],
+)
+def test_superbatches_train_exactly_as_batches_alone(graph, preparation):  # noqa: F811
+    """train.superbatch reads the rows of several batches together; what is trained stays the
+    same batches with the same rows: the same losses, cost and F1 (3 per superbatch, so the last
+    of a partition's batches make a shorter one)."""
+    store, book = graph
+    runs = []
+    for superbatch in (1, 3):
+        train = {"mode": "model_avg", **FAST, **preparation, "superbatch": superbatch}
+        spec = spec_from_conf(train, SAGE, num_gpus=2, sync_interval=1, seed=0)
+        runs.append(run_training(store_path=store.path, book_path=book, spec=spec))
+    losses = [[epoch["train_loss"] for epoch in run.history] for run in runs]
+    assert np.allclose(losses[0], losses[1], rtol=1e-6, atol=0)
+    assert runs[0].computation_cost == runs[1].computation_cost
+    assert runs[0].test_f1_micro == pytest.approx(runs[1].test_f1_micro, abs=1e-9)
+
+
+def test_a_superbatch_reads_each_row_once_in_one_gather(monkeypatch):
+    """Three batches whose neighbourhoods overlap: one gather of their rows, sorted and each once;
+    each batch gets exactly its own n_id's rows, in its order; a taken batch is handed over (the
+    superbatch keeps no reference to it) and the buffer holds no more than the distinct rows."""
+    rows = 40
+    features = np.arange(rows * 3, dtype=np.float32).reshape(rows, 3)
+    gathers: list[np.ndarray] = []
+
+    class CountedRows:
+        shape = features.shape
+
+        def __getitem__(self, ids):
+            gathers.append(np.asarray(ids))
+            return features[ids]
+
+    part = SimpleNamespace(
+        index=0, features=CountedRows(), labels=torch.zeros(rows, dtype=torch.long)
+    )
+    n_ids = {0: np.array([5, 1, 9]), 1: np.array([9, 30, 1, 2]), 2: np.array([17, 5])}
+    monkeypatch.setattr(BatchMaker, "sample",
+                        lambda self, part, plan, epoch: SampledBatch(n_id=n_ids[plan.key], blocks=[]))  # fmt: skip
+    specs = tuple((0, BatchPlan(key=k, seeds=n_ids[k][:1]), 0) for k in range(3))
+    superbatch = BatchMaker(part, "minibatch", seed=0)[specs]
+    assert len(gathers) == 1 and gathers[0].tolist() == [1, 2, 5, 9, 17, 30]
+    assert len(superbatch.rows) == 6  # the distinct rows, not the 9 the batches name
+    for k in range(3):
+        batch = superbatch.take(k)
+        assert np.array_equal(batch.x.numpy(), features[n_ids[k]])
+        assert superbatch.batches[k] is None
+    with pytest.raises(RuntimeError, match="taken twice"):
+        superbatch.take(0)
+
+
+def test_a_superbatch_of_one_is_the_batch_alone(monkeypatch):
+    """superbatch=1 (the default): a batch's rows are gathered in its own n_id order and become
+    its x as they are, no buffer indexed, as before the key."""
+    features = np.arange(30, dtype=np.float32).reshape(10, 3)
+    part = SimpleNamespace(index=0, features=features, labels=torch.zeros(10, dtype=torch.long))
+    n_id = np.array([7, 2, 4])
+    monkeypatch.setattr(BatchMaker, "sample",
+                        lambda self, part, plan, epoch: SampledBatch(n_id=n_id, blocks=[]))  # fmt: skip
+    superbatch = BatchMaker(part, "minibatch", seed=0)[((0, BatchPlan(key=0, seeds=n_id), 0),)]
+    assert superbatch.positions is None
+    rows = superbatch.rows
+    assert superbatch.take(0).x is rows and np.array_equal(rows.numpy(), features[n_id])
+
+
+def test_a_superbatch_below_one_is_refused():
+    from gnnbench.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="train.superbatch"):
+        spec_from_conf({"mode": "model_avg", "superbatch": 0})
+
+
 def _helper_threads() -> list:
     import threading
 

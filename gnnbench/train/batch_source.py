@@ -7,6 +7,16 @@ so the next batch is prepared while this one trains); with k > 0, k forked CPU p
 DataLoader workers) prepare the batches of the trainer's list ahead of it through a bounded queue
 (k x 2 batches in flight). Every way trains the same batches, and the trainer times how long it
 waits for each (`batch_wait_s`): inline, that is the whole preparation.
+
+With `train.superbatch=k` (Ginex's superbatch, issue 46 item 2) the batches are prepared k at a
+time: each of the k is sampled, then the feature rows of all of them are read in one gather, in
+file order and each row once, and each batch takes its rows from that buffer when the trainer
+reaches it. Where the feature file is larger than the page cache that makes k batches' random
+reads one sorted sweep; where it is not, it saves k - 1 gathers' fixed cost and the rows the
+batches share. Memory: a buffer holds at most k batches' rows (fewer where they share), one per
+superbatch in flight (one inline; two with the helper thread; with sampler processes the one
+being trained plus BATCHES_IN_FLIGHT_PER_SAMPLER per process), and the trainer copies each
+batch's rows out of it in turn. The batches, their order and their rows are the same for every k.
 """
 
 from __future__ import annotations
@@ -46,8 +56,29 @@ class PreparedBatch:
     producer_read_bytes: int | None = None  # its storage reads so far (io_counters)
 
 
+@dataclass
+class Superbatch:
+    """Batches prepared together: `rows` holds the feature rows of every node their n_id name
+    (float32, in node order), batch i's at `positions[i]`; its x is filled by `take`. One batch
+    alone is its own rows (`positions` None: x is `rows`, nothing copied)."""
+
+    batches: list[PreparedBatch | None]
+    rows: torch.Tensor
+    positions: list[torch.Tensor] | None
+
+    def take(self, i: int) -> PreparedBatch:
+        """Batch i with its x (a copy of its rows out of the buffer), handed over: the
+        superbatch keeps no reference to it, so a trained batch's rows are freed at once."""
+        batch, self.batches[i] = self.batches[i], None
+        if batch is None:
+            raise RuntimeError(f"batch {i} of a superbatch taken twice")
+        batch.x = self.rows if self.positions is None else self.rows[self.positions[i]]
+        return batch
+
+
 class BatchMaker(Dataset):
-    """Prepares the batch a spec names; spec = (partition index, plan, epoch).
+    """Prepares the batches a group of specs names (a superbatch; spec = (partition index, plan,
+    epoch)).
 
     Holds only what sampling needs (samplers, features, labels of the trainer's resident
     partition), so the same object runs in the trainer or, inherited by fork, in a sampler process.
@@ -69,23 +100,36 @@ class BatchMaker(Dataset):
             return part.full_sampler.sample(plan.seeds, 0)
         return part.sampler.sample(plan.seeds, batch_seed(self.seed, epoch, part.index, plan.key))
 
-    def __getitem__(self, spec: tuple[int, BatchPlan, int]) -> PreparedBatch:
-        index, plan, epoch = spec
+    def __getitem__(self, specs: tuple[tuple[int, BatchPlan, int], ...]) -> Superbatch:
         part = self.part
-        if index != part.index:
-            raise ValueError(f"batch of partition {index} asked of partition {part.index}'s source")
-        batch = self.sample(part, plan, epoch)
-        return PreparedBatch(
-            seeds=plan.seeds,
-            x=torch.from_numpy(feature_rows(part.features, batch.n_id)),
-            blocks=batch.blocks,
-            target=part.labels[torch.from_numpy(plan.seeds)],
-            cost=computation_cost(batch),
-            producer_peak_mb=peak_rss_mb(),
-            producer_pid=os.getpid(),
-            # a sampler's count for its trainer; the trainer reads its own (read_bytes)
-            producer_read_bytes=storage_read_bytes() if get_worker_info() else None,
-        )
+        sampled = []
+        for index, plan, epoch in specs:
+            if index != part.index:
+                raise ValueError(
+                    f"batch of partition {index} asked of partition {part.index}'s source"
+                )
+            sampled.append((plan, self.sample(part, plan, epoch)))
+        if len(sampled) == 1:  # its rows in its own n_id order: no buffer to index
+            ids, positions = sampled[0][1].n_id, None
+        else:  # every row once, in one gather sorted by file position (FeatureRows)
+            ids = np.unique(np.concatenate([batch.n_id for _, batch in sampled]))
+            positions = [torch.from_numpy(np.searchsorted(ids, b.n_id)) for _, b in sampled]
+        rows = torch.from_numpy(feature_rows(part.features, ids))
+        batches = [
+            PreparedBatch(
+                seeds=plan.seeds,
+                x=torch.empty(0),  # Superbatch.take fills it
+                blocks=batch.blocks,
+                target=part.labels[torch.from_numpy(plan.seeds)],
+                cost=computation_cost(batch),
+                producer_peak_mb=peak_rss_mb(),
+                producer_pid=os.getpid(),
+                # a sampler's count for its trainer; the trainer reads its own (read_bytes)
+                producer_read_bytes=storage_read_bytes() if get_worker_info() else None,
+            )
+            for plan, batch in sampled
+        ]
+        return Superbatch(batches, rows, positions)
 
     def __len__(self) -> int:  # specs are not indices: the loader's sampler supplies them
         raise TypeError("BatchMaker is indexed by batch specs, not by position")
@@ -128,8 +172,10 @@ class BatchSource:
         timeout_s: float,
         pin: bool,
         ahead: bool = False,
+        superbatch: int = 1,
     ):
         self.strategy = strategy
+        self.superbatch = superbatch  # batches prepared together (module doc)
         self.seed = seed
         self.sampler_workers = sampler_workers
         self.ahead = ahead  # batch_preparation=thread (sampler_workers=0 only)
@@ -169,26 +215,40 @@ class BatchSource:
     def batches(
         self, part: Any, specs: list[tuple[int, BatchPlan, int]]
     ) -> Iterator[PreparedBatch]:
+        """`specs`' batches of `part`, in order, prepared `superbatch` at a time; the trainer's
+        wait for each (its superbatch's preparation where it waits for one, and copying its rows
+        out of the superbatch's buffer) is added to `wait_s`."""
         self._serve(part)
+        size = self.superbatch
+        groups = [tuple(specs[i : i + size]) for i in range(0, len(specs), size)]
         if self._loader is None:
             prepare = functools.partial(_prepared, self._maker, self.pin)
-            stream = _prepared_ahead(prepare, specs) if self.ahead else map(prepare, specs)
+            stream = _prepared_ahead(prepare, groups) if self.ahead else map(prepare, groups)
         else:
-            self._specs.specs = specs
-            stream = iter(self._loader) if specs else iter(())
+            self._specs.specs = groups
+            stream = iter(self._loader) if groups else iter(())
         while True:
             started = time.perf_counter()
-            batch = next(stream, None)
-            self.wait_s += time.perf_counter() - started
-            if batch is None:
+            superbatch = next(stream, None)
+            if superbatch is None:
+                self.wait_s += time.perf_counter() - started
                 return
             if self._loader is not None:
-                self.sampler_peak_mb = max(self.sampler_peak_mb, batch.producer_peak_mb)
-                if batch.producer_read_bytes is not None:
-                    self._sampler_reads[batch.producer_pid] = batch.producer_read_bytes
-                if self.pin:
+                self._note_sampler(superbatch.batches[0])
+            for i in range(len(superbatch.batches)):
+                started = started if i == 0 else time.perf_counter()
+                batch = superbatch.take(i)
+                if self.pin and not batch.x.is_pinned():
                     batch.x = batch.x.pin_memory()
-            yield batch
+                self.wait_s += time.perf_counter() - started
+                yield batch
+            del superbatch, batch  # its buffer freed before the next one is asked for
+
+    def _note_sampler(self, batch: PreparedBatch) -> None:
+        """Keep a sampler process's resident peak and storage reads, as its batch reports."""
+        self.sampler_peak_mb = max(self.sampler_peak_mb, batch.producer_peak_mb)
+        if batch.producer_read_bytes is not None:
+            self._sampler_reads[batch.producer_pid] = batch.producer_read_bytes
 
     def read_bytes(self) -> int | None:
         """Storage reads so far of this trainer and of its running samplers (as of the last batch
@@ -210,22 +270,21 @@ class BatchSource:
         self._maker = None
 
 
-def _prepared(maker: BatchMaker, pin: bool, spec: tuple) -> PreparedBatch:
-    """The batch `spec` names, its features page-locked when `pin` (CUDA: so the copy to the GPU
-    can overlap), in the process or thread that prepares it."""
-    batch = maker[spec]
-    if pin:
-        batch.x = batch.x.pin_memory()
-    return batch
+def _prepared(maker: BatchMaker, pin: bool, specs: tuple) -> Superbatch:
+    """The batches `specs` name, in the process or thread that prepares them; a batch alone has
+    its features page-locked there when `pin` (CUDA: so the copy to the GPU can overlap; the
+    trainer pins a superbatch's as it takes them)."""
+    superbatch = maker[specs]
+    if pin and superbatch.positions is None:
+        superbatch.rows = superbatch.rows.pin_memory()
+    return superbatch
 
 
-def _prepared_ahead(
-    prepare: Callable[[tuple], PreparedBatch], specs: list
-) -> Iterator[PreparedBatch]:
-    """`prepare(spec)` for each of `specs` in order, each on a helper thread while the trainer
-    trains the batch before it. One thread and one batch ahead: the maker's samplers keep one
-    scratch array each, so no two batches are prepared at once. Leaving the pass early waits
-    for the batch in preparation: no thread outlives the pass."""
+def _prepared_ahead(prepare: Callable[[tuple], Superbatch], specs: list) -> Iterator[Superbatch]:
+    """`prepare(group)` for each group of `specs` in order, each on a helper thread while the
+    trainer trains the one before it. One thread and one group ahead: the maker's samplers keep
+    one scratch array each, so no two batches are prepared at once. Leaving the pass early waits
+    for the group in preparation: no thread outlives the pass."""
     with ThreadPoolExecutor(1, thread_name_prefix="gnnbench-batch") as helper:
         pending = helper.submit(prepare, specs[0]) if specs else None
         for following in [*specs[1:], None]:
@@ -240,5 +299,5 @@ def compute_threads(cores: int, batch_preparation: str) -> int:
     return max(1, cores - (batch_preparation == "thread"))
 
 
-def _keep(batch: PreparedBatch) -> PreparedBatch:
-    return batch
+def _keep(superbatch: Superbatch) -> Superbatch:
+    return superbatch

@@ -190,6 +190,9 @@ def _train_values(train: Mapping[str, Any]) -> dict[str, Any]:
             f"train.sampler_workers={values['sampler_workers']} processes prepare its batches"
         )
     values.update({key: train.get(key) for key in OPTIONAL_TRAIN_KEYS})  # auto_num_parts checks
+    values["superbatch"] = whole_at_least(
+        "train.superbatch", schema.configured(TrainKeys, train, "superbatch"), 1
+    )
     values["prefetch_partitions"] = _boolean(
         "prefetch_partitions", schema.configured(TrainKeys, train, "prefetch_partitions")
     )

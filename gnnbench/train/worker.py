@@ -52,6 +52,7 @@ class Worker:
             spec.timeout_s,
             pin=device.type == "cuda",
             ahead=spec.batch_preparation == "thread",
+            superbatch=spec.superbatch,
         )
         self.partitions = ResidentPartitions(
             job, rank, num_gpus, model.uses_graph, before_release=self.source.close
