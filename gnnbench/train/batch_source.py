@@ -5,18 +5,19 @@ Preparing a batch means sampling its blocks and gathering its features and label
 on a helper thread one batch ahead (`thread`: the sampling and gathering kernels release the GIL,
 so the next batch is prepared while this one trains); with k > 0, k forked CPU processes (torch's
 DataLoader workers) prepare the batches of the trainer's list ahead of it through a bounded queue
-(k x 2 batches in flight). Every way trains the same batches, and the trainer times how long it
+(2 per process in flight). Every way trains the same batches, and the trainer times how long it
 waits for each (`batch_wait_s`): inline, that is the whole preparation.
 
-With `train.superbatch=k` (Ginex's superbatch, issue 46 item 2) the batches are prepared k at a
-time: each of the k is sampled, then the feature rows of all of them are read in one gather, in
+With `train.superbatch=s` (Ginex's superbatch, issue 46 item 2) the batches are prepared s at a
+time: each of the s is sampled, then the feature rows of all of them are read in one gather, in
 file order and each row once, and each batch takes its rows from that buffer when the trainer
-reaches it. Where the feature file is larger than the page cache that makes k batches' random
-reads one sorted sweep; where it is not, it saves k - 1 gathers' fixed cost and the rows the
-batches share. Memory: a buffer holds at most k batches' rows (fewer where they share), one per
+reaches it. Where the feature file is larger than the page cache that makes s batches' random
+reads one sorted sweep; where it is not, it saves s - 1 gathers' fixed cost and the rows the
+batches share. Memory: a buffer holds at most s batches' rows (fewer where they share), one per
 superbatch in flight (one inline; two with the helper thread; with sampler processes the one
 being trained plus BATCHES_IN_FLIGHT_PER_SAMPLER per process), and the trainer copies each
-batch's rows out of it in turn. The batches, their order and their rows are the same for every k.
+batch's rows out of it in turn. A sampler process's train.timeout_s covers a whole superbatch.
+The batches, their order and their rows are the same for every s.
 """
 
 from __future__ import annotations
@@ -66,13 +67,19 @@ class Superbatch:
     rows: torch.Tensor
     positions: list[torch.Tensor] | None
 
-    def take(self, i: int) -> PreparedBatch:
-        """Batch i with its x (a copy of its rows out of the buffer), handed over: the
-        superbatch keeps no reference to it, so a trained batch's rows are freed at once."""
+    def take(self, i: int, pin: bool = False) -> PreparedBatch:
+        """Batch i with its x (a copy of its rows out of the buffer, into page-locked memory
+        when `pin`: one copy, not a copy then a pinned one), handed over: the superbatch keeps
+        no reference to it, so a trained batch's rows are freed at once."""
         batch, self.batches[i] = self.batches[i], None
         if batch is None:
             raise RuntimeError(f"batch {i} of a superbatch taken twice")
-        batch.x = self.rows if self.positions is None else self.rows[self.positions[i]]
+        if self.positions is None:
+            batch.x = self.rows
+            return batch
+        where = self.positions[i]
+        out = torch.empty((len(where), *self.rows.shape[1:]), dtype=self.rows.dtype, pin_memory=pin)
+        batch.x = torch.index_select(self.rows, 0, where, out=out)
         return batch
 
 
@@ -115,6 +122,9 @@ class BatchMaker(Dataset):
             ids = np.unique(np.concatenate([batch.n_id for _, batch in sampled]))
             positions = [torch.from_numpy(np.searchsorted(ids, b.n_id)) for _, b in sampled]
         rows = torch.from_numpy(feature_rows(part.features, ids))
+        peak_mb, pid = peak_rss_mb(), os.getpid()  # the producer's, after the gather
+        # a sampler's count for its trainer; the trainer reads its own (read_bytes)
+        read_bytes = storage_read_bytes() if get_worker_info() else None
         batches = [
             PreparedBatch(
                 seeds=plan.seeds,
@@ -122,10 +132,9 @@ class BatchMaker(Dataset):
                 blocks=batch.blocks,
                 target=part.labels[torch.from_numpy(plan.seeds)],
                 cost=computation_cost(batch),
-                producer_peak_mb=peak_rss_mb(),
-                producer_pid=os.getpid(),
-                # a sampler's count for its trainer; the trainer reads its own (read_bytes)
-                producer_read_bytes=storage_read_bytes() if get_worker_info() else None,
+                producer_peak_mb=peak_mb,
+                producer_pid=pid,
+                producer_read_bytes=read_bytes,
             )
             for plan, batch in sampled
         ]
@@ -197,7 +206,7 @@ class BatchSource:
         if self.sampler_workers > 0:
             self._loader = DataLoader(
                 self._maker,
-                batch_size=None,  # specs come one batch each; no collation
+                batch_size=None,  # an item is one group of specs (a superbatch); no collation
                 sampler=self._specs,
                 num_workers=self.sampler_workers,
                 prefetch_factor=BATCHES_IN_FLIGHT_PER_SAMPLER,
@@ -237,8 +246,8 @@ class BatchSource:
                 self._note_sampler(superbatch.batches[0])
             for i in range(len(superbatch.batches)):
                 started = started if i == 0 else time.perf_counter()
-                batch = superbatch.take(i)
-                if self.pin and not batch.x.is_pinned():
+                batch = superbatch.take(i, self.pin)
+                if self.pin and not batch.x.is_pinned():  # a batch alone from a sampler process
                     batch.x = batch.x.pin_memory()
                 self.wait_s += time.perf_counter() - started
                 yield batch

@@ -48,12 +48,13 @@ EVAL_SPLITS = ("val", "test")
 # (float32): 512 MB is 350 k nodes' rows at 128 features and 256 hidden, so small graphs are one
 # group and a 100 M-node partition is many.
 EVAL_HELD_BYTES = 512 << 20
-# What a chunk's targets' own input rows may hold (float32): a layer's chunk copies its
-# neighbourhood's rows out of the held ones and aggregates them, both about chunk x width. Up to
-# 1024 features or hidden columns a chunk is eval_batch_size (2048 rows of at most 4 KB); at 6400
-# features (25 KB a row) it is 327 rows, so a wide first layer's working rows stay near 20 MB
-# instead of 150 MB beside the group's own (with them a 1 GB worker's evaluation went over its
-# budget: tests/test_train_scale.py).
+# What a chunk's targets' own input rows may hold (float32). A layer's chunk copies its whole
+# neighbourhood's rows out of the held ones (a multiple of the targets' own) and aggregates them
+# (about targets x width), so its working rows scale with this bound. Up to 1024 features or
+# hidden columns a chunk is eval_batch_size (2048 rows of at most 4 KB); at 6400 features (25 KB
+# a row) it is 327 rows, and the 1 GB worker of tests/test_train_scale.py stays under its budget
+# (its evaluation went over with 2048). The block GCN normalises by degrees inside each chunk,
+# so where this cuts chunks smaller its outputs move a little (SAGE, GAT and the MLP do not).
 EVAL_CHUNK_BYTES = 8 << 20
 
 
