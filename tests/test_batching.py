@@ -12,6 +12,7 @@ import torch
 from helpers.configured import FAST, SAGE
 from helpers.graphs import community_store, random_csr
 
+from gnnbench.data.features import CountedRows
 from gnnbench.data.graph_ops import csr_from_edges
 from gnnbench.process.io_counters import drop_from_page_cache, mb_between, storage_read_bytes
 from gnnbench.train.batch_source import BatchMaker, BatchSource
@@ -235,18 +236,9 @@ def test_a_superbatch_reads_each_row_once_in_one_gather(monkeypatch):
     superbatch keeps no reference to it) and the buffer holds no more than the distinct rows."""
     rows = 40
     features = np.arange(rows * 3, dtype=np.float32).reshape(rows, 3)
-    gathers: list[np.ndarray] = []
-
-    class CountedRows:
-        shape = features.shape
-
-        def __getitem__(self, ids):
-            gathers.append(np.asarray(ids))
-            return features[ids]
-
-    part = SimpleNamespace(
-        index=0, features=CountedRows(), labels=torch.zeros(rows, dtype=torch.long)
-    )
+    counted = CountedRows(features, keep=True)
+    gathers = counted.reads
+    part = SimpleNamespace(index=0, features=counted, labels=torch.zeros(rows, dtype=torch.long))
     n_ids = {0: np.array([5, 1, 9]), 1: np.array([9, 30, 1, 2]), 2: np.array([17, 5])}
     monkeypatch.setattr(BatchMaker, "sample",
                         lambda self, part, plan, epoch: SampledBatch(n_id=n_ids[plan.key], blocks=[]))  # fmt: skip

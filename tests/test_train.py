@@ -540,6 +540,7 @@ def test_evaluation_reads_each_groups_feature_rows_once(graph, held_bytes, monke
     """Issue 46, item 4: a group of evaluation targets gathers its feature rows in one read,
     each row once (the first layer's chunks then take them from memory); before, every chunk
     gathered the rows of its own neighbourhood, so a row was read once per chunk holding it."""
+    from gnnbench.data.features import CountedRows
     from gnnbench.train import evaluation
     from gnnbench.train.sampler import with_neighbours
     from gnnbench.train.spec import Job
@@ -551,16 +552,8 @@ def test_evaluation_reads_each_groups_feature_rows_once(graph, held_bytes, monke
     job = Job(spec(train), store.path, None, store.feature_dim, store.num_classes, False, None)
     evaluator = Worker(job, 0, 1, torch.device("cpu")).evaluator
     part = evaluator.partitions.get(0)
-    reads: list[np.ndarray] = []
-
-    class CountedRows:
-        shape = part.features.shape
-
-        def __getitem__(self, ids, features=part.features):
-            reads.append(np.asarray(ids))
-            return features[ids]
-
-    part.features = CountedRows()
+    part.features = counted = CountedRows(part.features, keep=True)
+    reads = counted.reads
     targets = np.sort(np.random.default_rng(0).choice(store.num_nodes, 50, replace=False))
     groups = evaluator.target_groups(part, targets)
     with torch.no_grad():

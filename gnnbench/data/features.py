@@ -109,6 +109,31 @@ class FeatureRows:
         return f"FeatureRows({self.path}, {self.shape}, {self.stored_dtype}{shared})"
 
 
+class CountedRows:
+    """Feature rows (anything answering `rows[ids]`) that count what is gathered from them, for
+    measurements and tests: `gathers`, `gathered` (a row once per gather holding it) and
+    `distinct` (rows gathered at least once); with `keep`, each gather's ids in `reads`."""
+
+    def __init__(self, rows, keep: bool = False):
+        self.rows, self.shape = rows, rows.shape
+        self.gathers = self.gathered = 0
+        self._seen = np.zeros(rows.shape[0], dtype=np.bool_)  # a flag a row, not its ids
+        self.reads: list[np.ndarray] | None = [] if keep else None
+
+    @property
+    def distinct(self) -> int:
+        return int(np.count_nonzero(self._seen))
+
+    def __getitem__(self, ids) -> np.ndarray:
+        ids = np.asarray(ids)
+        self.gathers += 1
+        self.gathered += ids.size
+        self._seen[ids] = True
+        if self.reads is not None:
+            self.reads.append(ids)
+        return self.rows[ids]
+
+
 def npy_header(shape: tuple, dtype: np.dtype) -> bytes:
     """The .npy header np.save writes for an array of this shape and dtype (version 1.0)."""
     import io

@@ -15,9 +15,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import torch
 
+from gnnbench.data.features import CountedRows
 from gnnbench.data.store import GraphStore
 from gnnbench.process.io_counters import drop_from_page_cache, mb_between, storage_read_bytes
 from gnnbench.train.spec import Job, spec_from_conf
@@ -33,22 +33,6 @@ class EvaluationReads:
     rows_gathered: int  # feature rows the evaluation asked for, over every partition
     rows_distinct: int  # of them, distinct within each partition, summed
     gathers: int  # calls on the feature rows
-
-
-class _CountedRows:
-    """A partition's feature rows that count what is gathered from them."""
-
-    def __init__(self, rows, counts: dict[str, int]):
-        self.rows, self.counts, self.shape = rows, counts, rows.shape
-        self.seen = np.zeros(rows.shape[0], dtype=np.bool_)
-
-    def __getitem__(self, ids):
-        ids = np.asarray(ids)
-        self.counts["gathered"] += ids.size
-        self.counts["distinct"] += int(np.count_nonzero(~self.seen[ids]))
-        self.counts["gathers"] += 1
-        self.seen[ids] = True
-        return self.rows[ids]
 
 
 def measure(
@@ -70,18 +54,21 @@ def measure(
         read, started = storage_read_bytes(), time.perf_counter()
         evaluator.evaluate()
         figures[state] = (time.perf_counter() - started, mb_between(read, storage_read_bytes()))
-    counts = {"gathered": 0, "distinct": 0, "gathers": 0}
+    counters: list[CountedRows] = []  # one a partition load: distinct rows are per partition
     partitions, load = evaluator.partitions, evaluator.partitions.get
 
     def counted(index: int, then: int | None = None):
         part = load(index, then)
-        if not isinstance(part.features, _CountedRows):
-            part.features = _CountedRows(part.features, counts)
+        if not isinstance(part.features, CountedRows):
+            part.features = CountedRows(part.features)
+            counters.append(part.features)
         return part
 
     partitions.get = counted  # what evaluate() loads each partition through
     evaluator.evaluate()
     return EvaluationReads(
         *figures["cold"], *figures["warm"],
-        rows_gathered=counts["gathered"], rows_distinct=counts["distinct"], gathers=counts["gathers"],
+        rows_gathered=sum(c.gathered for c in counters),
+        rows_distinct=sum(c.distinct for c in counters),
+        gathers=sum(c.gathers for c in counters),
     )  # fmt: skip
