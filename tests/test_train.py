@@ -491,7 +491,7 @@ def test_auto_p_follows_sdt_gnn_rule():
 
 @pytest.mark.parametrize(
     ("held_bytes", "chunk_bytes"),
-    [(512 << 20, 8 << 20), (1, 8 << 20), (512 << 20, 1)],
+    [(512 << 20, None), (1, None), (512 << 20, 1)],  # None: the module's own chunk bound
     ids=["one group", "a group per chunk", "a row per chunk"],
 )
 @pytest.mark.parametrize("model", ["sage", "gat", "mlp"])
@@ -512,7 +512,8 @@ def test_layerwise_inference_is_the_model_on_full_neighbourhoods(
     from gnnbench.train.worker import Worker
 
     monkeypatch.setattr(evaluation, "EVAL_HELD_BYTES", held_bytes)
-    monkeypatch.setattr(evaluation, "EVAL_CHUNK_BYTES", chunk_bytes)
+    if chunk_bytes is not None:
+        monkeypatch.setattr(evaluation, "EVAL_CHUNK_BYTES", chunk_bytes)
 
     store, _ = graph
     train = {"mode": "centralized", **FAST, "fanouts": [5] * layers, "eval_batch_size": 7}
