@@ -137,8 +137,8 @@ def test_feature_rows_are_mapped_not_read(tmp_path, monkeypatch):
 
 
 def test_sparse_gathers_read_rows_one_by_one_and_read_the_same_rows(tmp_path, monkeypatch):
-    """A gather wanting few pages of a window reads each row by a pread of its own, on a
-    descriptor advised POSIX_FADV_RANDOM (npy_file.NpyLayout), and, where the file is larger
+    """A reader's first gather wanting few pages of a window reads each row by a pread of its own,
+    on a descriptor advised POSIX_FADV_RANDOM (npy_file.NpyLayout), and, where the file is larger
     than half the memory, first asks for the rows' pages (POSIX_FADV_WILLNEED); a dense one
     maps its windows and does neither; all return exactly the file's rows."""
     from gnnbench.data import npy_file
@@ -153,7 +153,6 @@ def test_sparse_gathers_read_rows_one_by_one_and_read_the_same_rows(tmp_path, mo
         "read_rows",
         lambda self, rows, handle: read_one_by_one.append(len(rows)) or real(self, rows, handle),
     )
-    features = FeatureRows(path)
     sparse = np.random.default_rng(1).choice(50000, 40, replace=False)
     advised = []
     fadvise = getattr(os, "posix_fadvise", None)
@@ -164,7 +163,9 @@ def test_sparse_gathers_read_rows_one_by_one_and_read_the_same_rows(tmp_path, mo
 
     if fadvise is not None:
         monkeypatch.setattr(os, "posix_fadvise", record)
-        np.testing.assert_array_equal(features[sparse], expected[sparse].astype(np.float32))
+        np.testing.assert_array_equal(
+            FeatureRows(path)[sparse], expected[sparse].astype(np.float32)
+        )
         assert os.POSIX_FADV_WILLNEED not in advised, (
             "a file the page cache can hold asked for its pages one by one"
         )
@@ -172,6 +173,7 @@ def test_sparse_gathers_read_rows_one_by_one_and_read_the_same_rows(tmp_path, mo
         advised.clear()
     read_one_by_one.clear()
     monkeypatch.setattr(npy_file, "_physical_memory", lambda: 0)  # as if larger than RAM
+    features = FeatureRows(path)
     np.testing.assert_array_equal(features[sparse], expected[sparse].astype(np.float32))
     if hasattr(os, "preadv"):
         assert read_one_by_one and sum(read_one_by_one) == 40, "40 rows of 3.7 MB were mapped"
@@ -183,6 +185,57 @@ def test_sparse_gathers_read_rows_one_by_one_and_read_the_same_rows(tmp_path, mo
     np.testing.assert_array_equal(features[:], expected.astype(np.float32))
     assert not read_one_by_one, "a full scan read its rows one by one"
     assert not advised, "a full scan asked for its pages one by one"
+
+
+@pytest.mark.skipif(not hasattr(os, "preadv"), reason="no os.preadv: sparse rows are mapped")
+def test_sparse_windows_go_the_way_measured_cheaper_and_try_the_other_now_and_then(
+    tmp_path, monkeypatch
+):
+    """SparseReads: the first sparse window of a reader is read by pread, the second mapped
+    (MADV_RANDOM), then each goes the way whose measured cost a row is lower, the other way
+    every EXPLORE_EVERY-th window; when the cheaper way turns dearer (the cache changed), the
+    reader follows. Every way returns the file's rows."""
+    from gnnbench.data import npy_file
+
+    path = tmp_path / "feat.npy"
+    expected = np.random.default_rng(0).standard_normal((50000, 37)).astype(np.float16)
+    np.save(path, expected)
+    ways = []
+    cost = {"pread": 1.0, "map": 4.0}  # seconds a call, set by the test, not the machine
+    clock = [0.0]
+
+    def timed(way, real):
+        def read(self, *args, **kwargs):
+            ways.append(way)
+            clock[0] += cost[way]
+            return real(self, *args, **kwargs)
+
+        return read
+
+    monkeypatch.setattr(npy_file.time, "perf_counter", lambda: clock[0])
+    monkeypatch.setattr(
+        npy_file.NpyLayout, "read_rows", timed("pread", npy_file.NpyLayout.read_rows)
+    )
+    monkeypatch.setattr(
+        npy_file.NpyLayout, "random_window", timed("map", npy_file.NpyLayout.random_window)
+    )
+    features = FeatureRows(path)
+    every = npy_file.SparseReads.EXPLORE_EVERY
+    gathers = np.random.default_rng(1).choice(50000, (3 * every, 40))
+
+    def read(count):
+        for rows in gathers[:count]:
+            np.testing.assert_array_equal(features[rows], expected[rows].astype(np.float32))
+
+    read(every)
+    assert ways[:2] == ["pread", "map"]
+    assert ways[2:] == ["pread"] * (every - 3) + ["map"], "the dearer way went first"
+    cost.update(pread=8.0, map=0.5)  # the cache warmed into large folios: maps turn cheap
+    ways.clear()
+    read(2 * every)
+    assert ways.count("map") > 1.5 * every, f"still reading by pread: {ways.count('pread')}"
+    assert ways[-every:].count("pread") == 1, "the cheaper way was not followed"
+    assert features.sparse_reads.cost["map"] < features.sparse_reads.cost["pread"]
 
 
 def test_a_short_read_of_a_sparse_row_is_one_line(tmp_path):

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from gnnbench import schema
-from gnnbench.data.npy_file import NpyLayout
+from gnnbench.data.npy_file import NpyLayout, SparseReads
 from gnnbench.errors import ConfigError, DataError
 
 FEATURE_DTYPES = schema.choices(schema.FeatureDtype)
@@ -64,6 +64,7 @@ class FeatureRows:
         self.global_ids = global_ids
         rows = self.layout.shape[0] if global_ids is None else len(global_ids)
         self.shape = (int(rows), int(self.layout.shape[1]))
+        self.sparse_reads = SparseReads()  # how its sparse windows read best, learnt across gathers
 
     @property
     def stored_dtype(self) -> np.dtype:
@@ -90,7 +91,7 @@ class FeatureRows:
         position = 0
         wanted = file_rows[order]
         self.layout.prefetch(wanted)  # sparse rows of a file larger than memory: read in parallel
-        for block in self.layout.iter_rows_of(wanted, WINDOW_BYTES):
+        for block in self.layout.iter_rows_of(wanted, WINDOW_BYTES, self.sparse_reads):
             out[order[position : position + len(block)]] = block
             position += len(block)
         return out

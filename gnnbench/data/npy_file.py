@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,18 +16,51 @@ import numpy as np
 from gnnbench.errors import DataError
 
 _WINDOW_BYTES = 64 << 20
-# A gather whose rows touch fewer pages than 1/_SPARSE_SHARE of their window reads each row with
-# its own pread instead of mapping the window. A fault in a map costs more than a pread of a
-# small row (it maps a large folio of the page cache), and in a default map it reads the
-# device's whole readahead around it (8 MB on this machine's disk), so sparse rows of a file
-# larger than memory (papers_scale's 25.6 GB of shared features) would read thousands of times
-# the bytes they use; the preads' descriptor is advised POSIX_FADV_RANDOM for that. Warm, on a
-# 2.4 GB float16 file of 10 M rows (256 B each): 1.07 us a row with preads against 3.5 through a
-# map at 0.43% of the rows, 1.00 against 1.67 at 1.5%, equal at 3%, 0.97 against 0.70 at 5%.
-# A share of 2.5 is 40% of the pages: at 256-byte rows (16 to a 4 KB page) 2.5% of the rows, at
-# 4 KB rows 40%. The whole-file test of prefetch() uses the same share, so a file larger than
-# half the memory now gets its pages asked for up to 2.5% of 256-byte rows (0.78% before).
+# A gather whose rows touch fewer pages than 1/_SPARSE_SHARE of their window is sparse: it reads
+# either through a map of the window or by a pread per row, whichever SparseReads measures as
+# cheaper. A share of 2.5 is 40% of the pages: at 256-byte rows (16 to a 4 KB page) 2.5% of the
+# rows, at 4 KB rows 40%. The whole-file test of prefetch() uses the same share, so a file larger
+# than half the memory gets its pages asked for up to 2.5% of 256-byte rows.
 _SPARSE_SHARE = 2.5
+
+
+class SparseReads:
+    """Which way one reader reads the sparse rows of a window: a map of the window ("map") or a
+    pread per row ("pread"). Neither is faster everywhere, and what decides it, the page
+    cache's state, is invisible from user space. Per row on this machine (2 M float16 rows of
+    256 B, 0.4% of them a gather): warm pages cached in large folios (a file written or read
+    ahead sequentially) 0.25 us mapped against 1.7 by pread, since one fault maps a whole folio;
+    warm pages cached one by one (read randomly before) 4-5 us mapped against 1.9, a fault a
+    page; cold, a default map reads the device's readahead around each row (8 MB here) and a
+    MADV_RANDOM map faults a page at a time, so a 10 M-node epoch on a 2.4 GB file took
+    22.9 s mapped against 9.7 s by pread. So the reader measures: its first sparse window is
+    read by pread, the second mapped, then each goes the way whose recent cost per row (an
+    average over windows, COST_WEIGHT for the newest) is lower, and every EXPLORE_EVERY-th the
+    other way, so that the estimate follows the cache as it warms or is evicted (1 in 64
+    windows the slower way costs the 8x case 11% at most). Only the speed depends on it: both
+    ways return the file's bytes."""
+
+    EXPLORE_EVERY = 64
+    COST_WEIGHT = 0.25
+
+    def __init__(self):
+        self.cost: dict[str, float] = {}  # way -> seconds a row, averaged
+        self.windows = 0
+
+    def way(self) -> str:
+        """The way to read the next sparse window."""
+        self.windows += 1
+        for untried in ("pread", "map"):
+            if untried not in self.cost:
+                return untried
+        cheaper, dearer = sorted(self.cost, key=self.cost.__getitem__)
+        return dearer if self.windows % self.EXPLORE_EVERY == 0 else cheaper
+
+    def record(self, way: str, seconds: float, rows: int) -> None:
+        """A window read `way`: `rows` rows in `seconds`."""
+        per_row = seconds / max(1, rows)
+        known = self.cost.get(way)
+        self.cost[way] = per_row if known is None else known + self.COST_WEIGHT * (per_row - known)
 
 
 def _physical_memory() -> int:
@@ -85,6 +119,20 @@ class NpyLayout:
             shape=(stop - start, *self.shape[1:]),
         )
 
+    def random_window(self, start: int, stop: int) -> np.ndarray:
+        """Rows [start, stop) as a read-only map advised MADV_RANDOM: a fault reads its own page,
+        not the readahead around it (platforms without madvise get a plain map)."""
+        begin = self.offset + start * self.row_bytes
+        aligned = begin - begin % mmap.ALLOCATIONGRANULARITY
+        length = begin - aligned + (stop - start) * self.row_bytes
+        with open(self.path, "rb") as handle:
+            mapped = mmap.mmap(handle.fileno(), length, access=mmap.ACCESS_READ, offset=aligned)
+        if hasattr(mapped, "madvise") and hasattr(mmap, "MADV_RANDOM"):
+            mapped.madvise(mmap.MADV_RANDOM)
+        rows = np.frombuffer(mapped, self.dtype, (stop - start) * int(np.prod(self.shape[1:])),
+                             begin - aligned)  # fmt: skip
+        return rows.reshape(stop - start, *self.shape[1:])
+
     def row_blocks(self, max_bytes: int, mode: str = "r") -> Iterator[np.ndarray]:
         """Every row, in order, as memory maps of at most `max_bytes` each, each unmapped before
         the next: a scan of the file never holds more than one block's pages."""
@@ -97,28 +145,49 @@ class NpyLayout:
             del block
 
     def iter_rows_of(
-        self, rows: np.ndarray, max_bytes: int = _WINDOW_BYTES
+        self,
+        rows: np.ndarray,
+        max_bytes: int = _WINDOW_BYTES,
+        sparse_reads: SparseReads | None = None,
     ) -> Iterator[np.ndarray]:
-        """Yield the given sorted rows, in order, in blocks that each read one bounded window:
-        a map of it, or a pread per row where the rows are sparse in it (_SPARSE_SHARE)."""
+        """Yield the given sorted rows, in order, in blocks that each read one bounded window: a
+        map of it or, where the rows are sparse in it (_SPARSE_SHARE), a map or a pread per row
+        as `sparse_reads` (a reader's own, kept across gathers; default a fresh one) measures."""
         window_rows = max(1, max_bytes // max(1, self.row_bytes))
+        sparse_reads = SparseReads() if sparse_reads is None else sparse_reads
         position, handle = 0, None
         try:
             while position < len(rows):
                 start = int(rows[position])
                 stop = min(self.shape[0], start + window_rows)
                 end = position + int(np.searchsorted(rows[position:], stop))
-                if self._sparse(end - position, stop - start) and hasattr(os, "preadv"):
-                    handle = self._random_access() if handle is None else handle
-                    yield self.read_rows(rows[position:end], handle)
+                wanted = rows[position:end]
+                if not (self._sparse(end - position, stop - start) and hasattr(os, "preadv")):
+                    yield self._mapped_rows(wanted, start, stop)
                 else:
-                    window = self.window(start, stop)
-                    yield np.asarray(window[rows[position:end] - start])
-                    del window
+                    way, began = sparse_reads.way(), time.perf_counter()
+                    if way == "pread":
+                        handle = self._random_access() if handle is None else handle
+                        block = self.read_rows(wanted, handle)
+                    else:
+                        block = self._mapped_rows(wanted, start, stop, random=True)
+                    sparse_reads.record(way, time.perf_counter() - began, len(wanted))
+                    yield block
                 position = end
         finally:
             if handle is not None:
                 os.close(handle)
+
+    def _mapped_rows(
+        self, rows: np.ndarray, start: int, stop: int, random: bool = False
+    ) -> np.ndarray:
+        """Sorted `rows` of the window [start, stop), copied out of a map of it (unmapped after),
+        advised MADV_RANDOM with `random`."""
+        window = self.random_window(start, stop) if random else self.window(start, stop)
+        try:
+            return np.asarray(window[rows - start])
+        finally:
+            del window
 
     def _sparse(self, count: int, span_rows: int) -> bool:
         """Whether `count` rows touch fewer pages than 1/_SPARSE_SHARE of a `span_rows` range."""
