@@ -238,6 +238,20 @@ def test_sparse_windows_go_the_way_measured_cheaper_and_try_the_other_now_and_th
     assert features.sparse_reads.cost["map"] < features.sparse_reads.cost["pread"]
 
 
+def test_the_sparse_reads_experiment_times_each_way_in_each_cache_state(tmp_path):
+    """scripts/sparse_reads.py's measurement, small: a row a state, a time a way, and the way
+    the measured choice settled on."""
+    from gnnbench.experiments.sparse_reads import STATES, measure, table
+
+    rows = measure(rows=40000, share=0.004, gathers=3, folder=tmp_path)
+    assert [row["state"] for row in rows] == list(STATES)
+    for row in rows:
+        assert all(row[way] > 0 for way in ("map", "pread", "chosen")), row
+        assert row["settled_on"] in ("map", "pread")
+    assert table(rows, 40000, 0.004, 3).count("\n| ") == 1 + len(STATES)
+    assert not list(tmp_path.iterdir()), "the experiment's file was left behind"
+
+
 def test_a_short_read_of_a_sparse_row_is_one_line(tmp_path):
     """A file cut short after its header was read (another process truncated it): the row that
     cannot be read whole is named, not returned half-filled."""
