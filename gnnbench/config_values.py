@@ -56,6 +56,7 @@ KEYS_ADDED_LATER: dict[str, Any] = {
     "train.batch_preparation": "inline",
     "train.prefetch_partitions": False,
     "train.superbatch": 1,
+    "train.superbatch_mb": None,
 }
 
 

@@ -157,6 +157,9 @@ class TrainKeys:
     # Ginex's superbatch: batches sampled together, their feature rows read in one sorted gather
     # (each row once) into a buffer they take theirs from; 1: each batch reads its own
     superbatch: int = optional(1)
+    # the most MB of float32 feature rows one superbatch's buffer may hold: it groups fewer than
+    # `superbatch` batches where that many could name more rows (None: no bound)
+    superbatch_mb: float | None = optional(None)
     # model_avg's alone (its file sets it): each partition's Adam moments at a sync: local (kept),
     # reset (every round starts Adam afresh) or average (averaged like the model)
     optimizer_state: OptimizerState | None = optional(None)

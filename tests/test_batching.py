@@ -275,6 +275,65 @@ def test_a_superbatch_below_one_is_refused():
         spec_from_conf({"mode": "model_avg", "superbatch": 0})
 
 
+@pytest.mark.parametrize("sampler_workers", [0, 1], ids=["inline", "sampler process"])
+def test_superbatch_mb_bounds_every_buffer_and_trains_the_same_rows(monkeypatch, sampler_workers):
+    """train.superbatch_mb: with batches of 4 seeds and fanouts 3, 2 a batch names at most
+    4 x (1 + 3 + 6) = 40 rows of 64 bytes, so a bound of 3 such batches groups 3 of the 8 that
+    train.superbatch asks for; no buffer holds more, and every batch gets the rows it gets alone."""
+    indptr, indices = random_csr(num_nodes=200, num_edges=1500)
+    features = np.random.default_rng(0).standard_normal((200, 16)).astype(np.float32)
+    part = SimpleNamespace(index=0, features=features, labels=torch.zeros(200, dtype=torch.long),
+                           sampler=NeighbourSampler(indptr, indices, (3, 2)))  # fmt: skip
+    specs = [(0, BatchPlan(key=k, seeds=np.arange(4 * k, 4 * k + 4)), 0) for k in range(11)]
+    bound_mb = 3 * 40 * 16 * 4 / 2**20
+    buffers = []
+    real = BatchMaker.__getitem__
+
+    def recorded(self, group):
+        superbatch = real(self, group)
+        buffers.append((len(group), superbatch.rows.nbytes))
+        return superbatch
+
+    monkeypatch.setattr(BatchMaker, "__getitem__", recorded)
+    alone = BatchSource("minibatch", 0, sampler_workers=0, timeout_s=60, pin=False)
+    expected = [batch.x.clone() for batch in alone.batches(part, specs)]
+    buffers.clear()
+    bounded = BatchSource("minibatch", 0, sampler_workers=sampler_workers, timeout_s=120,
+                          pin=False, superbatch=8, superbatch_mb=bound_mb)  # fmt: skip
+    try:
+        got = [batch.x.clone() for batch in bounded.batches(part, specs)]
+    finally:
+        bounded.close()
+    assert all(torch.equal(a, b) for a, b in zip(got, expected, strict=True))
+    assert bounded.group_size(part, specs) == 3
+    if sampler_workers == 0:  # a forked sampler's record stays in its own process
+        assert [size for size, _ in buffers] == [3, 3, 3, 2]
+        assert max(nbytes for _, nbytes in buffers) <= bound_mb * 2**20
+
+
+def test_a_batch_bound_by_every_row_is_bounded_by_its_partition():
+    """A fanout of -1 (every neighbour), a full or a cluster batch: its rows are bounded by the
+    partition's alone; a sampled tree larger than the partition by the partition too."""
+    from gnnbench.train.batch_source import batch_rows_bound
+
+    indptr, indices = random_csr(num_nodes=60, num_edges=400)
+    part = SimpleNamespace(features=np.zeros((60, 2)), sampler=None)
+    for fanouts, sampled, expected in [((3, 2), True, 40), ((3, -1), True, 60),
+                                       ((3, 2), False, 60), ((25, 10), True, 60)]:  # fmt: skip
+        part.sampler = NeighbourSampler(indptr, indices, fanouts)
+        assert batch_rows_bound(part, 4, sampled) == expected, fanouts
+
+
+def test_a_superbatch_bound_needs_superbatches_and_a_positive_size():
+    from gnnbench.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="train.superbatch_mb: bounds .* train.superbatch=1"):
+        spec_from_conf({"mode": "model_avg", "superbatch_mb": 64})
+    with pytest.raises(ConfigError, match=r"train.superbatch_mb: expected a number > 0, got 0"):
+        spec_from_conf({"mode": "model_avg", "superbatch": 4, "superbatch_mb": 0})
+    assert spec_from_conf({"mode": "model_avg", "superbatch": 4}).superbatch_mb is None
+
+
 def _helper_threads() -> list:
     import threading
 

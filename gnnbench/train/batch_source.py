@@ -16,7 +16,9 @@ reads one sorted sweep; where it is not, it saves s - 1 gathers' fixed cost and 
 batches share. Memory: a buffer holds at most s batches' rows (fewer where they share), one per
 superbatch in flight (one inline; two with the helper thread; with sampler processes the one
 being trained plus BATCHES_IN_FLIGHT_PER_SAMPLER per process), and the trainer copies each
-batch's rows out of it in turn. A sampler process's train.timeout_s covers a whole superbatch.
+batch's rows out of it in turn. `train.superbatch_mb` bounds each buffer: a superbatch then groups
+as many batches as could not name more rows than that, by the most rows a batch can name
+(`batch_rows_bound`), whatever the sampler draws; a batch that could name more is prepared alone. A sampler process's train.timeout_s covers a whole superbatch.
 The batches, their order and their rows are the same for every s.
 """
 
@@ -157,6 +159,21 @@ class _Specs(Sampler):
         return len(self.specs)
 
 
+def batch_rows_bound(part: Any, seeds: int, sampled: bool) -> int:
+    """The most feature rows a batch of `seeds` seeds can name in `part`: a `sampled` batch's
+    tree (seeds x (1 + f1 + f1 f2 + ...), each hop at most its fanout per node), and never more
+    than the partition's rows (all of them for a full or cluster batch, or a fanout of -1)."""
+    rows = len(part.features)
+    fanouts = getattr(getattr(part, "sampler", None), "fanouts", None)
+    if not sampled or fanouts is None or min(fanouts, default=0) < 0:
+        return rows
+    tree, level = 1, 1
+    for fanout in fanouts:
+        level *= int(fanout)
+        tree += level
+    return min(rows, seeds * tree)
+
+
 def feature_rows(features: Any, ids: np.ndarray) -> np.ndarray:
     """Rows `ids` of a partition's features (an array, a memory map, or any object answering
     `features[ids]`) as float32, whatever the stored type: models compute in float32."""
@@ -182,9 +199,11 @@ class BatchSource:
         pin: bool,
         ahead: bool = False,
         superbatch: int = 1,
+        superbatch_mb: float | None = None,
     ):
         self.strategy = strategy
         self.superbatch = superbatch  # batches prepared together (module doc)
+        self.superbatch_mb = superbatch_mb  # the bound on one superbatch's buffer (module doc)
         self.seed = seed
         self.sampler_workers = sampler_workers
         self.ahead = ahead  # batch_preparation=thread (sampler_workers=0 only)
@@ -228,7 +247,7 @@ class BatchSource:
         wait for each (its superbatch's preparation where it waits for one, and copying its rows
         out of the superbatch's buffer) is added to `wait_s`."""
         self._serve(part)
-        size = self.superbatch
+        size = self.group_size(part, specs)
         groups = [tuple(specs[i : i + size]) for i in range(0, len(specs), size)]
         if self._loader is None:
             prepare = functools.partial(_prepared, self._maker, self.pin)
@@ -252,6 +271,18 @@ class BatchSource:
                 self.wait_s += time.perf_counter() - started
                 yield batch
             del superbatch, batch  # its buffer freed before the next one is asked for
+
+    def group_size(self, part: Any, specs: list[tuple[int, BatchPlan, int]]) -> int:
+        """Batches a superbatch of `specs` groups: train.superbatch, fewer where that many
+        could name more rows than train.superbatch_mb holds (never fewer than one)."""
+        if self.superbatch_mb is None or not specs:
+            return self.superbatch
+        seeds = max(len(plan.seeds) for _, plan, _ in specs)
+        sampled = self.strategy == "minibatch" and all(plan.region is None for _, plan, _ in specs)
+        row_bytes = 4 * int(np.prod(part.features.shape[1:]))  # float32 in the buffer
+        batch_bytes = batch_rows_bound(part, seeds, sampled) * row_bytes
+        fits = int(self.superbatch_mb * 2**20 // max(1, batch_bytes))
+        return max(1, min(self.superbatch, fits))
 
     def _note_sampler(self, batch: PreparedBatch) -> None:
         """Keep a sampler process's resident peak and storage reads, as its batch reports."""

@@ -193,6 +193,13 @@ def _train_values(train: Mapping[str, Any]) -> dict[str, Any]:
     values["superbatch"] = whole_at_least(
         "train.superbatch", schema.configured(TrainKeys, train, "superbatch"), 1
     )
+    if values["superbatch_mb"] is not None:
+        values["superbatch_mb"] = _number("superbatch_mb", values["superbatch_mb"], positive=True)
+        if values["superbatch"] == 1:
+            raise ConfigError(
+                "train.superbatch_mb: bounds the buffer of superbatches, but train.superbatch=1 "
+                "reads each batch alone; set train.superbatch > 1 or leave the bound out"
+            )
     values["prefetch_partitions"] = _boolean(
         "prefetch_partitions", schema.configured(TrainKeys, train, "prefetch_partitions")
     )

@@ -53,6 +53,7 @@ class Worker:
             pin=device.type == "cuda",
             ahead=spec.batch_preparation == "thread",
             superbatch=spec.superbatch,
+            superbatch_mb=spec.superbatch_mb,
         )
         self.partitions = ResidentPartitions(
             job, rank, num_gpus, model.uses_graph, before_release=self.source.close
