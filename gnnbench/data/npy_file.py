@@ -25,20 +25,18 @@ _SPARSE_SHARE = 2.5
 
 
 class SparseReads:
-    """Which way one reader reads the sparse rows of a window: a map of the window ("map") or a
-    pread per row ("pread"). Neither is faster everywhere, and what decides it, the page
-    cache's state, is invisible from user space. Per row on this machine (2 M float16 rows of
-    256 B, 0.4% of them a gather): warm pages cached in large folios (a file written or read
-    ahead sequentially) 0.25 us mapped against 1.7 by pread, since one fault maps a whole folio;
-    warm pages cached one by one (read randomly before) 4-5 us mapped against 1.9, a fault a
-    page; cold, a default map reads the device's readahead around each row (8 MB here) and a
-    MADV_RANDOM map faults a page at a time, so a 10 M-node epoch on a 2.4 GB file took
-    22.9 s mapped against 9.7 s by pread. So the reader measures: its first sparse window is
-    read by pread, the second mapped, then each goes the way whose recent cost per row (an
-    average over windows, COST_WEIGHT for the newest) is lower, and every EXPLORE_EVERY-th the
-    other way, so that the estimate follows the cache as it warms or is evicted (1 in 64
-    windows the slower way costs the 8x case 11% at most). Only the speed depends on it: both
-    ways return the file's bytes."""
+    """Which way one reader reads the sparse rows of a window: a map of the window advised
+    MADV_RANDOM ("map") or a pread per row ("pread"). Neither is faster everywhere, and what
+    decides it, how the page cache holds the file, is invisible from user space: where it holds
+    it in large folios (written or read sequentially), one fault maps a whole folio and a map is
+    cheaper; where it holds it a page a folio (read randomly before), every row is a fault and a
+    pread is cheaper, as it is cold (scripts/sparse_reads.py, docs/training_speed.md section 8b:
+    1.49 against 2.07, 4.60 against 2.72 and 21.4 against 20.3 us a row through FeatureRows).
+    So the reader measures: its first sparse window is read by pread, the second mapped, then
+    each goes the way whose recent cost a row (an average over windows, COST_WEIGHT for the
+    newest) is lower, and every EXPLORE_EVERY-th the other way, so that the estimate follows
+    the cache as it warms or is evicted (1 window in 64 read the dearer way costs at most 11%
+    where it is 8x dearer). Only the speed depends on it: both ways return the file's bytes."""
 
     EXPLORE_EVERY = 64
     COST_WEIGHT = 0.25
