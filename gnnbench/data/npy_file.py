@@ -165,7 +165,7 @@ class NpyLayout:
                 else:
                     way, began = sparse_reads.way(), time.perf_counter()
                     if way == "pread":
-                        handle = self._random_access() if handle is None else handle
+                        handle = self.random_access() if handle is None else handle
                         block = self.read_rows(wanted, handle)
                     else:
                         block = self._mapped_rows(wanted, start, stop, random=True)
@@ -215,7 +215,7 @@ class NpyLayout:
         finally:
             os.close(handle)
 
-    def _random_access(self) -> int:
+    def random_access(self) -> int:
         """A read-only descriptor of the file advised POSIX_FADV_RANDOM: a read that misses the
         page cache reads its own pages, not the readahead around them."""
         handle = os.open(self.path, os.O_RDONLY)

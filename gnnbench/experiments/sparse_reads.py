@@ -64,7 +64,7 @@ def measure(rows: int, share: float, gathers: int, folder: Path | None = None) -
         path = Path(tmp) / "feat.npy"
         np.save(path, np.ones((rows, COLUMNS), dtype=np.float16))
         layout = NpyLayout.read(path)
-        handle = layout._random_access()
+        handle = layout.random_access()
         try:
             return [_state_row(name, prepare, layout, handle, share, gathers)
                     for name, prepare in STATES.items()]  # fmt: skip

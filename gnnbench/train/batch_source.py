@@ -18,7 +18,8 @@ superbatch in flight (one inline; two with the helper thread; with sampler proce
 being trained plus BATCHES_IN_FLIGHT_PER_SAMPLER per process), and the trainer copies each
 batch's rows out of it in turn. `train.superbatch_mb` bounds each buffer: a superbatch then groups
 as many batches as could not name more rows than that, by the most rows a batch can name
-(`batch_rows_bound`), whatever the sampler draws; a batch that could name more is prepared alone. A sampler process's train.timeout_s covers a whole superbatch.
+(`batch_rows_bound`), whatever the sampler draws; a batch that could name more is prepared alone.
+A sampler process's train.timeout_s covers a whole superbatch.
 The batches, their order and their rows are the same for every s.
 """
 
